@@ -1,0 +1,537 @@
+#include "config.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+#include <unistd.h>
+
+const struct config config_defaults = {
+    .bind = "127.0.0.1",
+    .port = 8080,
+    .delay = {.kind = DELAY_FIXED, .a_us = 1000000},
+    .threads = 0,
+    .model = CONFIG_MODEL_EPOLL,
+    .max_connections = 10000,
+    .max_body = 1ULL << 30,
+    .max_delay_us = 60ULL * 1000000,
+    .seed = 0,
+    .seed_set = 0,
+    .grace_us = 5ULL * 1000000,
+    .log_level = LOG_LEVEL_INFO,
+    .check_file = "",
+};
+
+enum opt_type {
+    OPT_HOST,
+    OPT_PORT,
+    OPT_DELAY,
+    OPT_COUNT,    /* unsigned, bounded */
+    OPT_BYTES,    /* uint64 with an optional K/M/G suffix */
+    OPT_DURATION, /* uint64 microseconds */
+    OPT_SEED,
+    OPT_MODEL,
+    OPT_LOG_LEVEL,
+};
+
+/* Actions that exist only on the command line. */
+enum {
+    FLAG_HELP = 'h',
+    FLAG_VERSION = 'V',
+    FLAG_CONFIG = 'c',
+    FLAG_CHECK = 1000,
+};
+
+struct opt_def {
+    const char *name;
+    int short_name; /* 0 if none */
+    enum opt_type type;
+    size_t offset;
+    uint64_t min, max; /* for OPT_COUNT, OPT_BYTES and OPT_DURATION */
+    const char *arg;
+    const char *help;
+};
+
+#define OFF(field) offsetof(struct config, field)
+
+static const struct opt_def opt_defs[] = {
+    {"port", 'p', OPT_PORT, OFF(port), 0, 65535, "N", "TCP port; 0 picks a free one (8080)"},
+    {"bind", 'b', OPT_HOST, OFF(bind), 0, 0, "ADDR", "address to listen on (127.0.0.1)"},
+    {"delay", 'd', OPT_DELAY, OFF(delay), 0, 0, "SPEC",
+     "delay of GET /test: 1000, 1s, 250ms, 800us, 800ms..1200ms, normal:1s,50ms, "
+     "lognormal:1s,0.25, 10ms:90,1s:9 (1000)"},
+    {"threads", 't', OPT_COUNT, OFF(threads), 1, 1024, "N",
+     "event-loop threads (online CPUs); ignored by thread-per-connection"},
+    {"model", 'm', OPT_MODEL, OFF(model), 0, 0, "MODEL",
+     "epoll, poll, select or thread-per-connection (epoll); slowsrv-h2o: epoll only"},
+    {"max-connections", 0, OPT_COUNT, OFF(max_connections), 1, 10000000, "N",
+     "open connections at most; more are refused (10000; select: at most 1000)"},
+    {"max-body", 0, OPT_BYTES, OFF(max_body), 1, 1ULL << 40, "BYTES",
+     "largest request body, with K, M or G suffix (1G)"},
+    {"max-delay", 0, OPT_DURATION, OFF(max_delay_us), 0, DELAY_DURATION_MAX_US, "TIME",
+     "ceiling of every delay, configured or requested (60s)"},
+    {"seed", 0, OPT_SEED, OFF(seed), 0, 0, "N", "seed of random delays: same seed, same draws"},
+    {"grace", 0, OPT_DURATION, OFF(grace_us), 0, 3600ULL * 1000000, "TIME",
+     "on SIGTERM, how long in-flight requests may finish (5s)"},
+    {"log-level", 0, OPT_LOG_LEVEL, OFF(log_level), 0, 0, "LEVEL",
+     "error, warn, info or debug (info)"},
+};
+
+#define NOPTS (sizeof opt_defs / sizeof opt_defs[0])
+
+static const char *const model_names[] = {"epoll", "poll", "select", "thread-per-connection"};
+
+const char *config_model_name(enum config_model model)
+{
+    if ((unsigned)model < sizeof model_names / sizeof model_names[0])
+        return model_names[model];
+    return "?";
+}
+
+unsigned config_select_max_connections(void)
+{
+    /* select() cannot watch an fd >= FD_SETSIZE; keep room for stdio, the listener and the
+     * daemon's own descriptors, and round to a number people can remember. */
+    return FD_SETSIZE >= 1024 ? 1000 : FD_SETSIZE - 24;
+}
+
+static int parse_u64(const char *s, uint64_t *out, const char **rest)
+{
+    char *end;
+    if (!isdigit((unsigned char)*s))
+        return -EINVAL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno == ERANGE)
+        return -ERANGE;
+    *out = v;
+    *rest = end;
+    return 0;
+}
+
+static int parse_bytes(const char *s, uint64_t *out)
+{
+    const char *rest;
+    uint64_t v, mult = 1;
+    if (parse_u64(s, &v, &rest) != 0)
+        return -EINVAL;
+    if (*rest == '\0' || strcmp(rest, "B") == 0)
+        mult = 1;
+    else if (strcmp(rest, "K") == 0 || strcmp(rest, "KiB") == 0)
+        mult = 1ULL << 10;
+    else if (strcmp(rest, "M") == 0 || strcmp(rest, "MiB") == 0)
+        mult = 1ULL << 20;
+    else if (strcmp(rest, "G") == 0 || strcmp(rest, "GiB") == 0)
+        mult = 1ULL << 30;
+    else
+        return -EINVAL;
+    if (v > UINT64_MAX / mult)
+        return -ERANGE;
+    *out = v * mult;
+    return 0;
+}
+
+/* Applies one textual value to cfg. On failure writes the reason into why. */
+static int set_value(struct config *cfg, const struct opt_def *d, const char *val, char *why,
+                     size_t whylen)
+{
+    char *field = (char *)cfg + d->offset;
+    uint64_t v;
+    const char *rest;
+    char derr[CONFIG_ERR_LEN];
+
+    switch (d->type) {
+    case OPT_HOST:
+        if (*val == '\0' || strlen(val) >= CONFIG_HOST_LEN || strpbrk(val, " \t/")) {
+            snprintf(why, whylen, "'%s' is not an address (e.g. 127.0.0.1, 0.0.0.0, ::1)", val);
+            return -EINVAL;
+        }
+        memcpy(field, val, strlen(val) + 1);
+        return 0;
+    case OPT_PORT:
+        if (parse_u64(val, &v, &rest) != 0 || *rest || v > 65535) {
+            snprintf(why, whylen, "'%s' is not a port from 0 to 65535", val);
+            return -EINVAL;
+        }
+        *(unsigned *)(void *)field = (unsigned)v;
+        return 0;
+    case OPT_COUNT:
+        if (parse_u64(val, &v, &rest) != 0 || *rest || v < d->min || v > d->max) {
+            snprintf(why, whylen, "'%s' is not a whole number from %llu to %llu", val,
+                     (unsigned long long)d->min, (unsigned long long)d->max);
+            return -EINVAL;
+        }
+        *(unsigned *)(void *)field = (unsigned)v;
+        return 0;
+    case OPT_BYTES:
+        if (parse_bytes(val, &v) != 0 || v < d->min || v > d->max) {
+            snprintf(why, whylen, "'%s' is not a size from %llu bytes to 1024G (e.g. 512M)", val,
+                     (unsigned long long)d->min);
+            return -EINVAL;
+        }
+        *(uint64_t *)(void *)field = v;
+        return 0;
+    case OPT_DURATION: {
+        int rc = delay_duration_parse(val, &v);
+        if (rc != 0 || v < d->min || v > d->max) {
+            snprintf(why, whylen, "'%s' is not a duration up to %llus (e.g. 500ms, 5s)", val,
+                     (unsigned long long)(d->max / 1000000));
+            return -EINVAL;
+        }
+        *(uint64_t *)(void *)field = v;
+        return 0;
+    }
+    case OPT_DELAY: {
+        struct delay_spec spec;
+        if (delay_spec_parse(&spec, val, derr, sizeof derr) != 0) {
+            snprintf(why, whylen, "%s", derr);
+            return -EINVAL;
+        }
+        memcpy(field, &spec, sizeof spec);
+        return 0;
+    }
+    case OPT_SEED:
+        if (parse_u64(val, &v, &rest) != 0 || *rest) {
+            snprintf(why, whylen, "'%s' is not a whole number from 0 to 2^64-1", val);
+            return -EINVAL;
+        }
+        cfg->seed = v;
+        cfg->seed_set = 1;
+        return 0;
+    case OPT_MODEL:
+        for (size_t i = 0; i < sizeof model_names / sizeof model_names[0]; i++) {
+            if (strcmp(val, model_names[i]) == 0) {
+                cfg->model = (enum config_model)i;
+                return 0;
+            }
+        }
+        snprintf(why, whylen, "unknown model '%s' (epoll, poll, select, thread-per-connection)",
+                 val);
+        return -EINVAL;
+    case OPT_LOG_LEVEL:
+        if (log_level_parse(val, &cfg->log_level) != 0) {
+            snprintf(why, whylen, "unknown level '%s' (error, warn, info, debug)", val);
+            return -EINVAL;
+        }
+        return 0;
+    }
+    snprintf(why, whylen, "internal error: unknown option type");
+    return -EINVAL;
+}
+
+static const struct opt_def *find_def(const char *name)
+{
+    for (size_t i = 0; i < NOPTS; i++)
+        if (strcmp(opt_defs[i].name, name) == 0)
+            return &opt_defs[i];
+    return NULL;
+}
+
+static int read_file(const char *path, char **out, size_t *len, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot read config file: %s", path, strerror(errno));
+        return -EINVAL;
+    }
+    char *buf = malloc(CONFIG_FILE_MAX + 1);
+    if (!buf) {
+        fclose(f);
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -ENOMEM;
+    }
+    size_t n = fread(buf, 1, CONFIG_FILE_MAX + 1, f);
+    int failed = ferror(f);
+    fclose(f);
+    if (failed || n > CONFIG_FILE_MAX) {
+        snprintf(err, errlen, "%s: %s", path,
+                 failed ? "read error" : "config file is over 1 MiB");
+        free(buf);
+        return -EINVAL;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+static int json_value_text(const cJSON *item, char *buf, size_t len)
+{
+    if (cJSON_IsString(item)) {
+        snprintf(buf, len, "%s", item->valuestring);
+        return 0;
+    }
+    if (cJSON_IsNumber(item)) {
+        double d = item->valuedouble;
+        if (d >= 0 && d < 1e18 && d == (double)(long long)d)
+            snprintf(buf, len, "%lld", (long long)d);
+        else
+            snprintf(buf, len, "%.17g", d);
+        return 0;
+    }
+    return -EINVAL;
+}
+
+static int load_file(struct config *cfg, const char *path, unsigned char *set, char *err,
+                     size_t errlen)
+{
+    char *text;
+    size_t len;
+    int rc = read_file(path, &text, &len, err, errlen);
+    if (rc)
+        return rc;
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    if (!root) {
+        /* cJSON points at the byte where parsing stopped; turn it into a line number. */
+        const char *at = cJSON_GetErrorPtr();
+        unsigned line = 1;
+        if (at && at >= text && at <= text + len)
+            for (const char *p = text; p < at; p++)
+                line += *p == '\n';
+        snprintf(err, errlen, "%s:%u: malformed JSON (fix the syntax near line %u)", path, line,
+                 line);
+        free(text);
+        return -EINVAL;
+    }
+    free(text);
+    rc = 0;
+    if (!cJSON_IsObject(root)) {
+        snprintf(err, errlen, "%s: the config must be a JSON object of option names", path);
+        rc = -EINVAL;
+    }
+    for (const cJSON *item = root->child; rc == 0 && item; item = item->next) {
+        const struct opt_def *d = find_def(item->string);
+        char val[1024], why[CONFIG_ERR_LEN];
+        if (!d) {
+            snprintf(err, errlen, "%s: %s: unknown key (see --help for the option names)", path,
+                     item->string);
+            rc = -EINVAL;
+        } else if (json_value_text(item, val, sizeof val) != 0) {
+            snprintf(err, errlen, "%s: %s: must be a string or a number", path, item->string);
+            rc = -EINVAL;
+        } else if (set_value(cfg, d, val, why, sizeof why) != 0) {
+            snprintf(err, errlen, "%s: %s: %s", path, item->string, why);
+            rc = -EINVAL;
+        } else {
+            set[d - opt_defs] = 1;
+        }
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
+static void env_name(const struct opt_def *d, char *buf, size_t len)
+{
+    size_t n = (size_t)snprintf(buf, len, "SLOWSRV_");
+    for (const char *p = d->name; *p && n + 1 < len; p++)
+        buf[n++] = *p == '-' ? '_' : (char)toupper((unsigned char)*p);
+    buf[n] = '\0';
+}
+
+static const char *env_get(char *const *envp, const char *name)
+{
+    size_t n = strlen(name);
+    for (; envp && *envp; envp++)
+        if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
+            return *envp + n + 1;
+    return NULL;
+}
+
+static int load_env(struct config *cfg, char *const *envp, unsigned char *set, char *err,
+                    size_t errlen)
+{
+    for (size_t i = 0; i < NOPTS; i++) {
+        char name[64], why[CONFIG_ERR_LEN];
+        env_name(&opt_defs[i], name, sizeof name);
+        const char *val = env_get(envp, name);
+        if (!val)
+            continue;
+        if (set_value(cfg, &opt_defs[i], val, why, sizeof why) != 0) {
+            snprintf(err, errlen, "%s: %s", name, why);
+            return -EINVAL;
+        }
+        set[i] = 1;
+    }
+    return 0;
+}
+
+/* getopt_long's table, built from opt_defs plus the command-line-only actions. */
+static void build_getopt(struct option *longopts, char *shortopts, size_t shortlen)
+{
+    size_t k = 0, s = 0;
+    static const struct option actions[] = {
+        {"help", no_argument, NULL, FLAG_HELP},
+        {"version", no_argument, NULL, FLAG_VERSION},
+        {"config", required_argument, NULL, FLAG_CONFIG},
+        {"check-config", required_argument, NULL, FLAG_CHECK},
+    };
+    for (size_t i = 0; i < sizeof actions / sizeof actions[0]; i++)
+        longopts[k++] = actions[i];
+    s += (size_t)snprintf(shortopts, shortlen, ":hVc:");
+    for (size_t i = 0; i < NOPTS; i++) {
+        /* Long-only options return 2000 + their index. */
+        int val = opt_defs[i].short_name ? opt_defs[i].short_name : 2000 + (int)i;
+        longopts[k++] = (struct option){opt_defs[i].name, required_argument, NULL, val};
+        if (opt_defs[i].short_name && s + 3 < shortlen) {
+            shortopts[s++] = (char)opt_defs[i].short_name;
+            shortopts[s++] = ':';
+            shortopts[s] = '\0';
+        }
+    }
+    longopts[k] = (struct option){NULL, 0, NULL, 0};
+}
+
+static const struct opt_def *def_for_val(int val)
+{
+    if (val >= 2000 && (size_t)(val - 2000) < NOPTS)
+        return &opt_defs[val - 2000];
+    for (size_t i = 0; i < NOPTS; i++)
+        if (opt_defs[i].short_name && opt_defs[i].short_name == val)
+            return &opt_defs[i];
+    return NULL;
+}
+
+static int validate(struct config *cfg, enum config_engine engine, const unsigned char *set,
+                    char *err, size_t errlen)
+{
+    const unsigned char *set_max_conn = &set[find_def("max-connections") - opt_defs];
+    if (engine == CONFIG_ENGINE_H2O && cfg->model != CONFIG_MODEL_EPOLL) {
+        snprintf(err, errlen,
+                 "model: slowsrv-h2o runs event loops only; '%s' needs slowsrv (libmicrohttpd)",
+                 config_model_name(cfg->model));
+        return -EINVAL;
+    }
+    if (cfg->model == CONFIG_MODEL_SELECT) {
+        unsigned cap = config_select_max_connections();
+        if (*set_max_conn && cfg->max_connections > cap) {
+            snprintf(err, errlen,
+                     "max-connections: %u is more than --model select can hold (%u); "
+                     "use --model epoll or poll for more",
+                     cfg->max_connections, cap);
+            return -EINVAL;
+        }
+        if (cfg->max_connections > cap)
+            cfg->max_connections = cap;
+    }
+    if (cfg->max_delay_us > 0 && delay_spec_max_us(&cfg->delay) != UINT64_MAX &&
+        delay_spec_max_us(&cfg->delay) > cfg->max_delay_us) {
+        char a[32], b[32];
+        delay_format_ms(delay_spec_max_us(&cfg->delay), a, sizeof a);
+        delay_format_ms(cfg->max_delay_us, b, sizeof b);
+        snprintf(err, errlen, "delay: up to %s ms is over --max-delay %s ms; raise --max-delay",
+                 a, b);
+        return -EINVAL;
+    }
+    if (cfg->threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        cfg->threads = n > 0 ? (unsigned)n : 1;
+    }
+    return 0;
+}
+
+int config_load(struct config *cfg, enum config_engine engine, int argc, char **argv,
+                char *const *envp, uint64_t random_seed, enum config_action *action, char *err,
+                size_t errlen)
+{
+    struct option longopts[NOPTS + 8];
+    char shortopts[64];
+    unsigned char set[NOPTS];
+    const char *file = env_get(envp, "SLOWSRV_CONFIG");
+    const char *check = NULL;
+    int opt, rc;
+
+    memset(set, 0, sizeof set);
+    *cfg = config_defaults;
+    cfg->seed = random_seed;
+    *action = CONFIG_ACTION_RUN;
+    build_getopt(longopts, shortopts, sizeof shortopts);
+
+    /* First pass: actions and the config file, which must be read before env and flags. */
+    opterr = 0;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+        if (opt == '?') {
+            if (optopt && optopt < 256)
+                snprintf(err, errlen, "unknown option '-%c' (see --help)", optopt);
+            else
+                snprintf(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
+            return -EINVAL;
+        }
+        if (opt == ':') {
+            snprintf(err, errlen, "%s: needs a value (see --help)", argv[optind - 1]);
+            return -EINVAL;
+        }
+        if (opt == FLAG_HELP && *action == CONFIG_ACTION_RUN)
+            *action = CONFIG_ACTION_HELP;
+        else if (opt == FLAG_VERSION && *action == CONFIG_ACTION_RUN)
+            *action = CONFIG_ACTION_VERSION;
+        else if (opt == FLAG_CONFIG)
+            file = optarg;
+        else if (opt == FLAG_CHECK)
+            check = optarg;
+    }
+    if (optind < argc) {
+        snprintf(err, errlen, "unexpected argument '%s' (options start with --; see --help)",
+                 argv[optind]);
+        return -EINVAL;
+    }
+    if (*action != CONFIG_ACTION_RUN)
+        return 0;
+    if (check) {
+        *action = CONFIG_ACTION_CHECK;
+        file = check;
+        snprintf(cfg->check_file, sizeof cfg->check_file, "%s", check);
+    }
+
+    if (file && (rc = load_file(cfg, file, set, err, errlen)) != 0)
+        return rc;
+    if ((rc = load_env(cfg, envp, set, err, errlen)) != 0)
+        return rc;
+
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+        const struct opt_def *d = def_for_val(opt);
+        char why[CONFIG_ERR_LEN];
+        if (!d)
+            continue;
+        if (set_value(cfg, d, optarg, why, sizeof why) != 0) {
+            snprintf(err, errlen, "--%s: %s", d->name, why);
+            return -EINVAL;
+        }
+        set[d - opt_defs] = 1;
+    }
+    optind = 1;
+    return validate(cfg, engine, set, err, errlen);
+}
+
+void config_usage(FILE *out, const char *program, enum config_engine engine)
+{
+    fprintf(out,
+            "Usage: %s [options]\n"
+            "A deterministic HTTP target for load tools and HTTP-client benchmarks (%s).\n\n"
+            "Routes: GET /test (waits --delay, answers ok), POST /write (multipart: byte count\n"
+            "of the data part), any method / and /echo (OK), GET /healthz.\n\n"
+            "Options (each also a config-file key and a SLOWSRV_<NAME> variable):\n",
+            program, engine == CONFIG_ENGINE_MHD ? "libmicrohttpd engine" : "libh2o engine");
+    for (size_t i = 0; i < NOPTS; i++) {
+        const struct opt_def *d = &opt_defs[i];
+        char left[64];
+        if (d->short_name)
+            snprintf(left, sizeof left, "-%c, --%s %s", d->short_name, d->name, d->arg);
+        else
+            snprintf(left, sizeof left, "    --%s %s", d->name, d->arg);
+        fprintf(out, "  %-28s %s\n", left, d->help);
+    }
+    fprintf(out,
+            "  %-28s %s\n  %-28s %s\n  %-28s %s\n  %-28s %s\n\n"
+            "Precedence: defaults < config file < SLOWSRV_* environment < flags.\n"
+            "Exit status: 0 ok; 1 cannot listen (e.g. port in use); 2 bad option, value or "
+            "config.\n",
+            "-c, --config FILE", "JSON config file of option names (also SLOWSRV_CONFIG)",
+            "    --check-config FILE", "validate FILE (and env and flags), then exit",
+            "-h, --help", "print this help", "-V, --version", "print the version");
+}

@@ -1,0 +1,84 @@
+/*
+ * config: the one configuration struct, loaded once from built-in defaults < the JSON config
+ * file < SLOWSRV_* environment variables < command-line flags, validated whole, then passed
+ * around as `const struct config *` and never written again.
+ *
+ * Every option is described once, in a table in config.c: its long name is the flag (--max-body),
+ * the config-file key ("max-body") and, upper-cased with '_' for '-', the environment variable
+ * (SLOWSRV_MAX_BODY). So all three sources accept exactly the same names and values.
+ */
+#ifndef SLOWSRV_CONFIG_H
+#define SLOWSRV_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "delay.h"
+#include "log.h"
+
+#define CONFIG_ERR_LEN 512
+#define CONFIG_HOST_LEN 256
+
+/* Largest config file read, in bytes. */
+#define CONFIG_FILE_MAX (1024 * 1024)
+
+enum config_engine {
+    CONFIG_ENGINE_MHD = 0, /* slowsrv: libmicrohttpd */
+    CONFIG_ENGINE_H2O,     /* slowsrv-h2o: libh2o */
+};
+
+enum config_model {
+    CONFIG_MODEL_EPOLL = 0,
+    CONFIG_MODEL_POLL,
+    CONFIG_MODEL_SELECT,
+    CONFIG_MODEL_THREAD_PER_CONNECTION,
+};
+
+/* What the command line asks the program to do once the configuration is loaded. */
+enum config_action {
+    CONFIG_ACTION_RUN = 0,
+    CONFIG_ACTION_HELP,    /* --help: print config_usage() to stdout, exit 0 */
+    CONFIG_ACTION_VERSION, /* --version: print the version line to stdout, exit 0 */
+    CONFIG_ACTION_CHECK,   /* --check-config FILE: the file was loaded and is valid, exit 0 */
+};
+
+struct config {
+    char bind[CONFIG_HOST_LEN]; /* address to listen on */
+    unsigned port;              /* 0 = ephemeral */
+    struct delay_spec delay;    /* delay of GET /test */
+    unsigned threads;           /* event loops; resolved to >= 1 by config_load */
+    enum config_model model;
+    unsigned max_connections;
+    uint64_t max_body;     /* bytes */
+    uint64_t max_delay_us; /* ceiling of every delay, configured or requested */
+    uint64_t seed;         /* seed of every random draw */
+    int seed_set;          /* 1 if --seed was given; else `seed` is random per start */
+    uint64_t grace_us;     /* drain time on SIGTERM */
+    enum log_level log_level;
+    char check_file[4096]; /* the file named by --check-config, for messages */
+};
+
+/* Built-in defaults, before any source is applied. */
+extern const struct config config_defaults;
+
+/* Loads the configuration for `engine` from argv (argv[0] is the program name), the environment
+ * `envp` (NULL-terminated "NAME=value" strings, e.g. environ) and the config file named by
+ * --config, --check-config or SLOWSRV_CONFIG. Fills *cfg and *action and returns 0; or returns
+ * -EINVAL and writes one line naming the source, key and reason into err (errlen bytes), e.g.
+ * "cfg.json: delay: bad duration '1sec' (...)". `random_seed` is used when no seed is given.
+ * Not thread-safe (getopt); call once, from main, before any thread starts. */
+int config_load(struct config *cfg, enum config_engine engine, int argc, char **argv,
+                char *const *envp, uint64_t random_seed, enum config_action *action, char *err,
+                size_t errlen);
+
+/* Writes the --help text for `program` on `engine` to `out`. */
+void config_usage(FILE *out, const char *program, enum config_engine engine);
+
+/* Returns the name of a model ("epoll", "thread-per-connection"), a static string. */
+const char *config_model_name(enum config_model model);
+
+/* Largest --max-connections the select model can hold (FD_SETSIZE less the daemon's own fds). */
+unsigned config_select_max_connections(void);
+
+#endif

@@ -1,0 +1,389 @@
+#include "delay.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Parses the leading duration of s[0..len) and reports its length through *used. Accepts
+ * digits, an optional fraction and an optional unit. */
+static int parse_duration_n(const char *s, size_t len, uint64_t *us)
+{
+    size_t i = 0;
+    uint64_t whole = 0;
+    uint64_t frac = 0, frac_scale = 1;
+    int digits = 0;
+
+    while (i < len && s[i] >= '0' && s[i] <= '9') {
+        if (whole > DELAY_DURATION_MAX_US)
+            return -ERANGE;
+        whole = whole * 10 + (uint64_t)(s[i] - '0');
+        i++;
+        digits++;
+    }
+    if (i < len && s[i] == '.') {
+        i++;
+        while (i < len && s[i] >= '0' && s[i] <= '9') {
+            if (frac_scale >= 1000000000ULL)
+                return -EINVAL;
+            frac = frac * 10 + (uint64_t)(s[i] - '0');
+            frac_scale *= 10;
+            i++;
+            digits++;
+        }
+    }
+    if (digits == 0)
+        return -EINVAL;
+
+    const char *unit = s + i;
+    size_t ulen = len - i;
+    uint64_t mult;
+    if (ulen == 0 || (ulen == 2 && memcmp(unit, "ms", 2) == 0))
+        mult = 1000;
+    else if (ulen == 2 && memcmp(unit, "us", 2) == 0)
+        mult = 1;
+    else if (ulen == 1 && unit[0] == 's')
+        mult = 1000000;
+    else if (ulen == 1 && unit[0] == 'm')
+        mult = 60000000;
+    else
+        return -EINVAL;
+
+    if (whole > DELAY_DURATION_MAX_US / mult)
+        return -ERANGE;
+    uint64_t total = whole * mult;
+    /* The fraction must land on a whole microsecond: "1.5us" is refused rather than rounded. */
+    if (frac) {
+        uint64_t scaled = frac * mult;
+        if (scaled % frac_scale != 0)
+            return -EINVAL;
+        total += scaled / frac_scale;
+    }
+    if (total > DELAY_DURATION_MAX_US)
+        return -ERANGE;
+    *us = total;
+    return 0;
+}
+
+int delay_duration_parse(const char *s, uint64_t *us)
+{
+    return parse_duration_n(s, strlen(s), us);
+}
+
+static int duration_err(int rc, const char *what, size_t len, char *err, size_t errlen)
+{
+    if (rc == -ERANGE)
+        snprintf(err, errlen, "duration '%.*s' is over the 24h limit", (int)len, what);
+    else
+        snprintf(err, errlen,
+                 "bad duration '%.*s' (want a number with us, ms, s or m, e.g. 250ms or 1.5s)",
+                 (int)len, what);
+    return rc;
+}
+
+static int parse_part(const char *s, size_t len, uint64_t *us, char *err, size_t errlen)
+{
+    int rc = parse_duration_n(s, len, us);
+    return rc ? duration_err(rc, s, len, err, errlen) : 0;
+}
+
+static int parse_double(const char *s, size_t len, double *out)
+{
+    char tmp[32];
+    char *end;
+    if (len == 0 || len >= sizeof tmp)
+        return -EINVAL;
+    memcpy(tmp, s, len);
+    tmp[len] = '\0';
+    errno = 0;
+    double v = strtod(tmp, &end);
+    if (*end != '\0' || errno != 0 || !isfinite(v))
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+static int parse_uniform(struct delay_spec *sp, const char *s, const char *dots, char *err,
+                         size_t errlen)
+{
+    uint64_t lo, hi;
+    int rc = parse_part(s, (size_t)(dots - s), &lo, err, errlen);
+    if (rc)
+        return rc;
+    rc = parse_part(dots + 2, strlen(dots + 2), &hi, err, errlen);
+    if (rc)
+        return rc;
+    if (lo > hi) {
+        snprintf(err, errlen, "uniform range '%s' has its low bound above its high bound", s);
+        return -EINVAL;
+    }
+    sp->kind = DELAY_UNIFORM;
+    sp->a_us = lo;
+    sp->b_us = hi;
+    return 0;
+}
+
+/* "normal:MEAN,SD" and "lognormal:MEDIAN,SIGMA" share the two-argument shape. */
+static int parse_two_args(const char *args, const char *form, const char **second, char *err,
+                          size_t errlen)
+{
+    const char *comma = strchr(args, ',');
+    if (!comma || strchr(comma + 1, ',')) {
+        snprintf(err, errlen, "'%s' wants two values, as in %s", args, form);
+        return -EINVAL;
+    }
+    *second = comma + 1;
+    return 0;
+}
+
+static int parse_normal(struct delay_spec *sp, const char *args, char *err, size_t errlen)
+{
+    const char *second;
+    uint64_t mean, sd;
+    int rc = parse_two_args(args, "normal:1s,50ms", &second, err, errlen);
+    if (rc == 0)
+        rc = parse_part(args, (size_t)(second - 1 - args), &mean, err, errlen);
+    if (rc == 0)
+        rc = parse_part(second, strlen(second), &sd, err, errlen);
+    if (rc)
+        return rc;
+    sp->kind = DELAY_NORMAL;
+    sp->a_us = mean;
+    sp->b_us = sd;
+    return 0;
+}
+
+static int parse_lognormal(struct delay_spec *sp, const char *args, char *err, size_t errlen)
+{
+    const char *second;
+    uint64_t median;
+    double sigma;
+    int rc = parse_two_args(args, "lognormal:1s,0.25", &second, err, errlen);
+    if (rc == 0)
+        rc = parse_part(args, (size_t)(second - 1 - args), &median, err, errlen);
+    if (rc)
+        return rc;
+    if (parse_double(second, strlen(second), &sigma) != 0 || sigma < 0 || sigma > 10) {
+        snprintf(err, errlen, "log-normal sigma '%s' must be a number from 0 to 10", second);
+        return -EINVAL;
+    }
+    sp->kind = DELAY_LOGNORMAL;
+    sp->a_us = median;
+    sp->sigma = sigma;
+    return 0;
+}
+
+static int parse_mix(struct delay_spec *sp, const char *s, char *err, size_t errlen)
+{
+    unsigned total = 0;
+    const char *p = s;
+    sp->kind = DELAY_MIX;
+    sp->nmix = 0;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *colon = memchr(p, ':', len);
+        if (!colon) {
+            snprintf(err, errlen, "mix entry '%.*s' wants DURATION:PERCENT, as in 1s:9", (int)len,
+                     p);
+            return -EINVAL;
+        }
+        if (sp->nmix == DELAY_MIX_MAX) {
+            snprintf(err, errlen, "a mix takes at most %d entries", DELAY_MIX_MAX);
+            return -EINVAL;
+        }
+        uint64_t us;
+        int rc = parse_part(p, (size_t)(colon - p), &us, err, errlen);
+        if (rc)
+            return rc;
+        const char *w = colon + 1;
+        size_t wlen = len - (size_t)(w - p);
+        unsigned pct = 0;
+        if (wlen == 0 || wlen > 3)
+            pct = 1000;
+        for (size_t i = 0; i < wlen && pct <= 100; i++) {
+            if (w[i] < '0' || w[i] > '9')
+                pct = 1000;
+            else
+                pct = pct * 10 + (unsigned)(w[i] - '0');
+        }
+        if (pct > 100) {
+            snprintf(err, errlen, "mix weight '%.*s' must be a whole percent from 0 to 100",
+                     (int)wlen, w);
+            return -EINVAL;
+        }
+        total += pct;
+        sp->mix[sp->nmix].us = us;
+        sp->mix[sp->nmix].percent = pct;
+        sp->nmix++;
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    if (total > 100) {
+        snprintf(err, errlen, "mix weights add up to %u%%, more than 100%%", total);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int delay_spec_parse(struct delay_spec *out, const char *s, char *err, size_t errlen)
+{
+    struct delay_spec sp;
+    int rc;
+
+    memset(&sp, 0, sizeof sp);
+    if (*s == '\0') {
+        snprintf(err, errlen, "empty delay");
+        return -EINVAL;
+    }
+    const char *dots = strstr(s, "..");
+    if (strncmp(s, "normal:", 7) == 0)
+        rc = parse_normal(&sp, s + 7, err, errlen);
+    else if (strncmp(s, "lognormal:", 10) == 0)
+        rc = parse_lognormal(&sp, s + 10, err, errlen);
+    else if (dots)
+        rc = parse_uniform(&sp, s, dots, err, errlen);
+    else if (strchr(s, ':'))
+        rc = parse_mix(&sp, s, err, errlen);
+    else {
+        sp.kind = DELAY_FIXED;
+        rc = parse_part(s, strlen(s), &sp.a_us, err, errlen);
+    }
+    if (rc == 0)
+        *out = sp;
+    return rc;
+}
+
+void delay_spec_fixed(struct delay_spec *out, uint64_t us)
+{
+    memset(out, 0, sizeof *out);
+    out->kind = DELAY_FIXED;
+    out->a_us = us;
+}
+
+int delay_spec_is_fixed(const struct delay_spec *spec)
+{
+    switch (spec->kind) {
+    case DELAY_FIXED:
+        return 1;
+    case DELAY_UNIFORM:
+        return spec->a_us == spec->b_us;
+    case DELAY_NORMAL:
+        return spec->b_us == 0;
+    case DELAY_LOGNORMAL:
+        return spec->sigma == 0.0;
+    case DELAY_MIX:
+        return 0;
+    }
+    return 0;
+}
+
+uint64_t delay_spec_max_us(const struct delay_spec *spec)
+{
+    uint64_t max = 0;
+    switch (spec->kind) {
+    case DELAY_FIXED:
+        return spec->a_us;
+    case DELAY_UNIFORM:
+        return spec->b_us;
+    case DELAY_NORMAL:
+        return spec->b_us == 0 ? spec->a_us : UINT64_MAX;
+    case DELAY_LOGNORMAL:
+        return spec->sigma == 0.0 ? spec->a_us : UINT64_MAX;
+    case DELAY_MIX:
+        for (size_t i = 0; i < spec->nmix; i++)
+            if (spec->mix[i].percent && spec->mix[i].us > max)
+                max = spec->mix[i].us;
+        return max;
+    }
+    return max;
+}
+
+static uint64_t splitmix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+uint64_t delay_random(uint64_t seed, uint64_t stream, uint64_t index)
+{
+    /* Chained finalisers make every argument affect every output bit; unlike a shared stream,
+     * the value does not depend on the order in which threads draw. */
+    return splitmix64(splitmix64(splitmix64(seed) ^ stream) ^ index);
+}
+
+/* Uniform double in (0, 1), never 0 so that log() is defined. */
+static double unit_open(uint64_t r)
+{
+    return ((double)(r >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+/* One standard normal deviate per index (Box-Muller on two derived uniforms). */
+static double standard_normal(uint64_t seed, uint64_t stream, uint64_t index)
+{
+    double u1 = unit_open(delay_random(seed, stream, 2 * index));
+    double u2 = unit_open(delay_random(seed, stream, 2 * index + 1));
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+static uint64_t us_from_double(double v)
+{
+    if (!(v > 0))
+        return 0;
+    if (v >= (double)DELAY_DURATION_MAX_US)
+        return DELAY_DURATION_MAX_US;
+    return (uint64_t)llround(v);
+}
+
+uint64_t delay_spec_draw(const struct delay_spec *spec, uint64_t seed, uint64_t stream,
+                         uint64_t index)
+{
+    switch (spec->kind) {
+    case DELAY_FIXED:
+        return spec->a_us;
+    case DELAY_UNIFORM: {
+        uint64_t span = spec->b_us - spec->a_us + 1;
+        return spec->a_us + delay_random(seed, stream, index) % span;
+    }
+    case DELAY_NORMAL:
+        return us_from_double((double)spec->a_us +
+                              (double)spec->b_us * standard_normal(seed, stream, index));
+    case DELAY_LOGNORMAL:
+        return us_from_double((double)spec->a_us *
+                              exp(spec->sigma * standard_normal(seed, stream, index)));
+    case DELAY_MIX: {
+        unsigned pick = (unsigned)(delay_random(seed, stream, index) % 100);
+        unsigned acc = 0;
+        for (size_t i = 0; i < spec->nmix; i++) {
+            acc += spec->mix[i].percent;
+            if (pick < acc)
+                return spec->mix[i].us;
+        }
+        return 0;
+    }
+    }
+    return 0;
+}
+
+size_t delay_format_ms(uint64_t us, char *buf, size_t len)
+{
+    int n;
+    if (us % 1000 == 0) {
+        n = snprintf(buf, len, "%llu", (unsigned long long)(us / 1000));
+    } else {
+        unsigned frac = (unsigned)(us % 1000);
+        unsigned width = 3;
+        while (frac % 10 == 0) {
+            frac /= 10;
+            width--;
+        }
+        n = snprintf(buf, len, "%llu.%0*u", (unsigned long long)(us / 1000), (int)width, frac);
+    }
+    if (n < 0)
+        return 0;
+    return (size_t)n < len ? (size_t)n : len - 1;
+}

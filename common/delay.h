@@ -1,0 +1,83 @@
+/*
+ * delay: delay specs (fixed durations and random distributions) and reproducible draws.
+ *
+ * A spec is parsed once (from --delay, the config file or a per-request override) into a
+ * struct delay_spec, which is plain data: copy it freely, share it read-only between threads.
+ * Draws are pure functions of (spec, seed, stream, index), so request number i of a route gets
+ * the same delay on every run, in every thread model and on both engines.
+ *
+ * Accepted forms (times take a unit us, ms, s or m; a bare number is milliseconds):
+ *   1000, 1s, 250ms, 1.5s, 800us      fixed
+ *   800ms..1200ms                     uniform between the bounds, inclusive
+ *   normal:1s,50ms                    normal (mean, standard deviation), truncated at 0
+ *   lognormal:1s,0.25                 log-normal (median, sigma)
+ *   10ms:90,1s:9,5s:1                 weighted mix in percent; the remainder is 0 ms
+ */
+#ifndef SLOWSRV_DELAY_H
+#define SLOWSRV_DELAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest duration any spec may name: one day. Longer values are refused, not clamped. */
+#define DELAY_DURATION_MAX_US (24ULL * 3600 * 1000000)
+
+/* Most entries in a weighted mix. */
+#define DELAY_MIX_MAX 16
+
+enum delay_kind {
+    DELAY_FIXED = 0,
+    DELAY_UNIFORM,
+    DELAY_NORMAL,
+    DELAY_LOGNORMAL,
+    DELAY_MIX,
+};
+
+struct delay_mix_entry {
+    uint64_t us;
+    unsigned percent;
+};
+
+struct delay_spec {
+    enum delay_kind kind;
+    uint64_t a_us;  /* fixed value; uniform low bound; normal mean; log-normal median */
+    uint64_t b_us;  /* uniform high bound; normal standard deviation */
+    double sigma;   /* log-normal shape */
+    size_t nmix;    /* entries used in mix[] */
+    struct delay_mix_entry mix[DELAY_MIX_MAX];
+};
+
+/* Parses a duration ("1.5s", "250ms", "800us", "2m", or bare milliseconds "1000") into *us.
+ * Returns 0; -EINVAL for a malformed value, an unknown unit or a fraction finer than 1 us;
+ * -ERANGE above DELAY_DURATION_MAX_US. */
+int delay_duration_parse(const char *s, uint64_t *us);
+
+/* Parses a delay spec (see the forms above) into *out. On failure returns -EINVAL or -ERANGE
+ * and writes a one-phrase reason ("unknown unit 'sec' in '1sec'") into err (errlen bytes).
+ * *out is only written on success. */
+int delay_spec_parse(struct delay_spec *out, const char *s, char *err, size_t errlen);
+
+/* Sets *out to the fixed delay `us`. */
+void delay_spec_fixed(struct delay_spec *out, uint64_t us);
+
+/* Returns 1 if every draw of the spec is the same value (a fixed delay), else 0. */
+int delay_spec_is_fixed(const struct delay_spec *spec);
+
+/* Returns the largest value a draw can take, or UINT64_MAX for the unbounded distributions
+ * (normal, log-normal). */
+uint64_t delay_spec_max_us(const struct delay_spec *spec);
+
+/* Draws the delay of request `index` in stream `stream` (a route's id) under `seed`, in
+ * microseconds. Pure: the same arguments always give the same value. Thread-safe. */
+uint64_t delay_spec_draw(const struct delay_spec *spec, uint64_t seed, uint64_t stream,
+                         uint64_t index);
+
+/* Writes a duration as milliseconds for humans and headers: "1000", "0.8", "1.5". Returns the
+ * length written (always NUL-terminated; len >= 24 is always enough). */
+size_t delay_format_ms(uint64_t us, char *buf, size_t len);
+
+/* Returns a uniform 64-bit value that depends only on (seed, stream, index): the counter-based
+ * generator behind every random decision of the core. */
+uint64_t delay_random(uint64_t seed, uint64_t stream, uint64_t index);
+
+#endif

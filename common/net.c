@@ -1,0 +1,126 @@
+#include "net.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+void net_close_all(int *fds, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (fds[i] >= 0)
+            close(fds[i]);
+        fds[i] = -1;
+    }
+}
+
+static int open_one(char *err, const struct addrinfo *ai, const char *host, unsigned port,
+                    int reuseport, int backlog)
+{
+    int one = 1;
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(err, NET_ERR_LEN, "socket: %s", strerror(e));
+        return -e;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
+        int e = errno;
+        snprintf(err, NET_ERR_LEN, "setsockopt SO_REUSEPORT: %s", strerror(e));
+        close(fd);
+        return -e;
+    }
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+        int e = errno;
+        snprintf(err, NET_ERR_LEN, "bind %s:%u: %s", host, port, strerror(e));
+        close(fd);
+        return -e;
+    }
+    if (listen(fd, backlog) != 0) {
+        int e = errno;
+        snprintf(err, NET_ERR_LEN, "listen %s:%u: %s", host, port, strerror(e));
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+static unsigned local_port(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+        return 0;
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static void set_port(struct sockaddr *sa, unsigned port)
+{
+    if (sa->sa_family == AF_INET6)
+        ((struct sockaddr_in6 *)sa)->sin6_port = htons((uint16_t)port);
+    else
+        ((struct sockaddr_in *)sa)->sin_port = htons((uint16_t)port);
+}
+
+int net_listen(char *err, const char *host, unsigned port, size_t n, int backlog, int *fds,
+               unsigned *bound_port)
+{
+    struct addrinfo hints, *res = NULL;
+    char portstr[8];
+
+    for (size_t i = 0; i < n; i++)
+        fds[i] = -1;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    snprintf(portstr, sizeof portstr, "%u", port);
+    int rc = getaddrinfo(host, portstr, &hints, &res);
+    if (rc != 0) {
+        snprintf(err, NET_ERR_LEN, "resolve %s: %s", host, gai_strerror(rc));
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int fd = open_one(err, res, host, port, n > 1, backlog);
+        if (fd < 0) {
+            net_close_all(fds, i);
+            freeaddrinfo(res);
+            return fd;
+        }
+        fds[i] = fd;
+        if (i == 0) {
+            /* The other sockets must join the port the first one got. */
+            port = local_port(fd);
+            set_port(res->ai_addr, port);
+        }
+    }
+    freeaddrinfo(res);
+    *bound_port = port;
+    return 0;
+}
+
+void net_format_url(char *buf, size_t len, const char *scheme, const char *host, unsigned port)
+{
+    if (strchr(host, ':'))
+        snprintf(buf, len, "%s://[%s]:%u", scheme, host, port);
+    else
+        snprintf(buf, len, "%s://%s:%u", scheme, host, port);
+}
+
+int net_peer_gone(int fd)
+{
+    char c;
+    ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0)
+        return 1;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        return 1;
+    return 0;
+}

@@ -1,0 +1,35 @@
+/*
+ * net: listening sockets for the engines, in the manner of redis anet: set-up calls that either
+ * succeed whole or fill a caller's error buffer with "<what>: <why>".
+ *
+ * Both engines give each event loop its own listening socket (SO_REUSEPORT), so that the kernel
+ * spreads new connections evenly over the loops instead of waking them all for one accept.
+ */
+#ifndef SLOWSRV_NET_H
+#define SLOWSRV_NET_H
+
+#include <stddef.h>
+
+#define NET_ERR_LEN 256
+
+/* Opens `n` (>= 1) non-blocking TCP listening sockets on host:port with SO_REUSEADDR and, when
+ * n > 1, SO_REUSEPORT; `host` is a numeric IPv4/IPv6 address or a name resolved once. Port 0
+ * lets the kernel pick a port for the first socket and the others join it. On success fills
+ * fds[0..n) (the caller closes them) and *bound_port, and returns 0. On failure closes whatever
+ * it opened, writes e.g. "bind 127.0.0.1:8080: Address already in use" into err and returns a
+ * negative errno (-EADDRINUSE for a port in use). */
+int net_listen(char *err, const char *host, unsigned port, size_t n, int backlog, int *fds,
+               unsigned *bound_port);
+
+/* Closes the n descriptors in fds that are >= 0 and sets them to -1. */
+void net_close_all(int *fds, size_t n);
+
+/* Writes the base URL of a listener ("http://127.0.0.1:8080", "http://[::1]:8080") into buf.
+ * `scheme` is "http" or "https". */
+void net_format_url(char *buf, size_t len, const char *scheme, const char *host, unsigned port);
+
+/* Returns 1 if the peer of connected socket fd has closed or reset the connection, else 0.
+ * Reads nothing from the stream (MSG_PEEK), never blocks. */
+int net_peer_gone(int fd);
+
+#endif

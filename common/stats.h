@@ -1,0 +1,67 @@
+/*
+ * stats: request counters that /stats and /metrics read, cheap enough for every request.
+ *
+ * Counters are sharded: each event loop (or thread group) writes its own shard with relaxed
+ * atomic adds, so the hot path shares no lock and no cache line with other loops; a reader sums
+ * the shards. Totals are derived from monotonic counters (begun - ended), never decremented, so a
+ * reader racing with writers can see a slightly stale sum but never a negative one.
+ */
+#ifndef SLOWSRV_STATS_H
+#define SLOWSRV_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Statuses counted per route: 100..599. Status 0 means "no answer" (the client went away). */
+#define STATS_STATUS_MIN 100
+#define STATS_STATUS_MAX 599
+
+struct stats;
+struct stats_shard;
+
+struct stats_totals {
+    uint64_t requests;  /* begun */
+    uint64_t answered;  /* ended with a status */
+    uint64_t in_flight; /* begun and not ended */
+    uint64_t waiting;   /* waiting on a delay right now */
+    uint64_t cancels;   /* clients that went away before their answer */
+    uint64_t bytes_in;  /* request body bytes received */
+};
+
+/* Creates counters for `nroutes` routes split into `nshards` shards (both >= 1), all zero.
+ * Returns NULL if out of memory. Free with stats_free. */
+struct stats *stats_new(size_t nshards, size_t nroutes);
+
+/* Frees the counters. No shard pointer may be used afterwards. */
+void stats_free(struct stats *st);
+
+/* Returns shard `i % nshards`; valid until stats_free. Writers on different threads should use
+ * different shards when they can; sharing one is correct, only slower. */
+struct stats_shard *stats_shard(struct stats *st, size_t i);
+
+/* A request for route `route` (< nroutes) has begun. */
+void stats_request_begin(struct stats_shard *sh, size_t route);
+
+/* The request has ended with `status` (100..599), or 0 if it got no answer. */
+void stats_request_end(struct stats_shard *sh, size_t route, unsigned status);
+
+/* The request starts / stops waiting on its delay. */
+void stats_wait_begin(struct stats_shard *sh);
+void stats_wait_end(struct stats_shard *sh);
+
+/* The client of a request on `route` went away before its answer. */
+void stats_cancel(struct stats_shard *sh, size_t route);
+
+/* `n` request body bytes were received. */
+void stats_bytes_in(struct stats_shard *sh, uint64_t n);
+
+/* Sums every shard into *out. Thread-safe. */
+void stats_totals_get(const struct stats *st, struct stats_totals *out);
+
+/* Requests begun on `route`, summed over the shards. */
+uint64_t stats_route_requests(const struct stats *st, size_t route);
+
+/* Requests on `route` answered with `status` (0 for "no answer"), summed over the shards. */
+uint64_t stats_route_status(const struct stats *st, size_t route, unsigned status);
+
+#endif

@@ -1,0 +1,59 @@
+/*
+ * timer: a binary min-heap of deadlines with O(log n) insert, cancel and pop.
+ *
+ * A pure data structure: it never sleeps, reads no clock on its own and owns no thread. An engine
+ * keeps one heap per event loop and drives it: it asks for the earliest deadline to size its
+ * wait, then pops the due entries and resumes their requests. Nodes are intrusive: the caller
+ * embeds a struct timer_node in its own request record (which it owns and frees), so pushing
+ * allocates nothing. A heap and its nodes belong to one thread; there is no locking.
+ */
+#ifndef SLOWSRV_TIMER_H
+#define SLOWSRV_TIMER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct timer_node {
+    uint64_t due_us; /* deadline on the timer_now_us() clock */
+    size_t index;    /* position in the heap, TIMER_NOT_QUEUED when not in one */
+};
+
+#define TIMER_NOT_QUEUED ((size_t)-1)
+
+struct timer_heap {
+    struct timer_node **nodes; /* owned; capacity `max` fixed at init */
+    size_t count;
+    size_t max;
+};
+
+/* Returns the CLOCK_MONOTONIC time in microseconds. Thread-safe. */
+uint64_t timer_now_us(void);
+
+/* Marks a node as not queued; call before its first push. */
+void timer_node_init(struct timer_node *node);
+
+/* Prepares an empty heap that holds at most `max` nodes (max >= 1). Returns 0, or -ENOMEM. */
+int timer_heap_init(struct timer_heap *heap, size_t max);
+
+/* Frees the heap's storage; the nodes are the caller's and are left as they are. */
+void timer_heap_cleanup(struct timer_heap *heap);
+
+/* Queues `node` (not already queued) to fire at node->due_us. Returns 0, or -ENOSPC when the
+ * heap already holds `max` nodes; the node is then left unqueued. */
+int timer_heap_push(struct timer_heap *heap, struct timer_node *node);
+
+/* Removes `node` if it is queued; does nothing otherwise, so cancelling twice is harmless. */
+void timer_heap_cancel(struct timer_heap *heap, struct timer_node *node);
+
+/* Returns the node with the earliest deadline without removing it, or NULL if empty. */
+struct timer_node *timer_heap_peek(const struct timer_heap *heap);
+
+/* Removes and returns the earliest node if its deadline is <= now_us, else returns NULL.
+ * Call in a loop to drain everything that is due. */
+struct timer_node *timer_heap_pop_due(struct timer_heap *heap, uint64_t now_us);
+
+/* Milliseconds from now_us until the earliest deadline, rounded up so a wait of that length
+ * never wakes too early; 0 if one is due; `idle_ms` if the heap is empty. */
+int timer_heap_wait_ms(const struct timer_heap *heap, uint64_t now_us, int idle_ms);
+
+#endif

@@ -1,0 +1,579 @@
+#include "server.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "route.h"
+#include "stats.h"
+#include "timer.h"
+
+#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+/* Per-connection memory pool. MHD's default (32 KiB) costs 32 KiB of RSS for every idle
+ * keep-alive connection once it has served a request; 8 KiB still holds request headers of
+ * several KiB, the request line and our small responses. */
+#define CONN_MEMORY_LIMIT (8 * 1024)
+#define LISTEN_BACKLOG 4096
+/* Longest wait in a loop iteration, so a stop request is noticed promptly. */
+#define LOOP_TICK_MS 100
+
+enum request_state {
+    REQ_NEW = 0,   /* planned; body (if any) being read */
+    REQ_WAITING,   /* suspended on its delay */
+    REQ_READY,     /* delay over: answer now */
+    REQ_CANCELLED, /* the client went away while waiting, or the server is shutting down */
+};
+
+struct mhd_loop;
+
+struct request {
+    struct timer_node timer; /* while REQ_WAITING, queued in the loop's heap */
+    struct MHD_Connection *conn;
+    struct mhd_loop *loop;
+    enum request_state state;
+    unsigned answered; /* status queued, or 0 */
+    struct plan plan;
+};
+
+struct mhd_loop {
+    struct mhd_server *srv;
+    size_t index;
+    struct MHD_Daemon *daemon;
+    int listen_fd; /* owned by the daemon once it starts */
+    pthread_t thread;
+    int thread_started;
+    struct timer_heap timers;
+    /* poll model only: MHD runs its own thread, so the heap is shared with it under `lock`, and
+     * this loop's thread only fires timers, waiting on `wake` until the earliest deadline. */
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    struct stats_shard *shard;
+    atomic_size_t active; /* requests begun and not completed */
+    struct MHD_Response *cache[ROUTE_MAX];
+};
+
+struct mhd_server {
+    const struct config *cfg;
+    const struct log *log;
+    struct route_table routes;
+    struct stats *stats;
+    unsigned port;
+    int tpc;      /* thread-per-connection model */
+    int internal; /* poll model: MHD polls in its own thread; ours only fires timers */
+    size_t nloops;
+    struct mhd_loop *loops;
+    atomic_int stopping;
+    /* thread-per-connection: sleeping handlers wait on this until their deadline or hard_stop */
+    pthread_mutex_t sleep_lock;
+    pthread_cond_t sleep_cond;
+    int hard_stop;
+};
+
+__attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt,
+                                                              va_list ap)
+{
+    const struct log *lg = cls;
+    char line[512];
+    if (lg->level < LOG_LEVEL_DEBUG)
+        return;
+    vsnprintf(line, sizeof line, fmt, ap);
+    line[strcspn(line, "\n")] = '\0';
+    log_write(lg, LOG_LEVEL_DEBUG, "libmicrohttpd: %s", line);
+}
+
+static void loop_lock(struct mhd_loop *loop)
+{
+    if (loop->srv->internal)
+        pthread_mutex_lock(&loop->lock);
+}
+
+static void loop_unlock(struct mhd_loop *loop)
+{
+    if (loop->srv->internal)
+        pthread_mutex_unlock(&loop->lock);
+}
+
+static struct MHD_Response *build_response(const struct plan *p)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(p->body_len, (void *)(uintptr_t)p->body,
+                                                                 MHD_RESPMEM_MUST_COPY);
+    if (!resp)
+        return NULL;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, p->content_type);
+    if (p->timing)
+        MHD_add_response_header(resp, "Server-Timing", p->timing);
+    if (p->allow)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, p->allow);
+    return resp;
+}
+
+/* Builds the default answer of every route once per loop; the hot path then only queues it. */
+static int build_cache(struct mhd_server *srv, struct MHD_Response **cache)
+{
+    for (size_t i = 0; i < srv->routes.count; i++) {
+        const struct route *r = &srv->routes.routes[i];
+        struct plan p;
+        cache[i] = NULL;
+        if (r->kind != ROUTE_STATIC || (r->delayed && !r->timing[0]))
+            continue;
+        memset(&p, 0, sizeof p);
+        p.content_type = r->content_type;
+        p.body = r->body;
+        p.body_len = r->body_len;
+        p.timing = r->timing[0] ? r->timing : NULL;
+        /* The body is the route table's static text: persistent, no copy. */
+        cache[i] = MHD_create_response_from_buffer(p.body_len, (void *)(uintptr_t)p.body,
+                                                   MHD_RESPMEM_PERSISTENT);
+        if (!cache[i])
+            return -ENOMEM;
+        MHD_add_response_header(cache[i], MHD_HTTP_HEADER_CONTENT_TYPE, p.content_type);
+        if (p.timing)
+            MHD_add_response_header(cache[i], "Server-Timing", p.timing);
+    }
+    return 0;
+}
+
+static void free_cache(struct MHD_Response **cache, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (cache[i])
+            MHD_destroy_response(cache[i]);
+        cache[i] = NULL;
+    }
+}
+
+static enum MHD_Result respond(struct request *rq)
+{
+    struct MHD_Response *resp = NULL;
+    int fresh = 0;
+    if (rq->plan.cacheable && rq->plan.route)
+        resp = rq->loop->cache[rq->plan.stats_id];
+    if (!resp) {
+        resp = build_response(&rq->plan);
+        fresh = 1;
+    }
+    if (!resp)
+        return MHD_NO;
+    enum MHD_Result ret = MHD_queue_response(rq->conn, rq->plan.status, resp);
+    if (fresh)
+        MHD_destroy_response(resp);
+    if (ret == MHD_YES)
+        rq->answered = rq->plan.status;
+    return ret;
+}
+
+static void deadline_after(struct timespec *ts, uint64_t us)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    uint64_t ns = (uint64_t)ts->tv_nsec + (us % 1000000) * 1000;
+    ts->tv_sec += (time_t)(us / 1000000 + ns / 1000000000);
+    ts->tv_nsec = (long)(ns % 1000000000);
+}
+
+/* thread-per-connection: the connection's own thread waits out the delay. It wakes early only
+ * when the server gives up draining (hard stop). */
+static int tpc_sleep(struct mhd_server *srv, uint64_t delay_us)
+{
+    struct timespec ts;
+    int cut = 0;
+    deadline_after(&ts, delay_us);
+    pthread_mutex_lock(&srv->sleep_lock);
+    while (!srv->hard_stop) {
+        if (pthread_cond_timedwait(&srv->sleep_cond, &srv->sleep_lock, &ts) == ETIMEDOUT)
+            break;
+    }
+    cut = srv->hard_stop;
+    pthread_mutex_unlock(&srv->sleep_lock);
+    return cut ? -ECANCELED : 0;
+}
+
+static enum MHD_Result start_delay(struct request *rq)
+{
+    struct mhd_loop *loop = rq->loop;
+    struct mhd_server *srv = loop->srv;
+
+    stats_wait_begin(loop->shard);
+    if (srv->tpc) {
+        int rc = tpc_sleep(srv, rq->plan.delay_us);
+        stats_wait_end(loop->shard);
+        if (rc != 0) {
+            rq->state = REQ_CANCELLED;
+            return MHD_NO;
+        }
+        rq->state = REQ_READY;
+        return respond(rq);
+    }
+    timer_node_init(&rq->timer);
+    rq->timer.due_us = timer_now_us() + rq->plan.delay_us;
+    /* Suspend first: MHD must not resume a connection that is not suspended yet. */
+    MHD_suspend_connection(rq->conn);
+    loop_lock(loop);
+    if (timer_heap_push(&loop->timers, &rq->timer) != 0) {
+        /* Cannot happen while the heap is sized to the loop's connection limit. */
+        loop_unlock(loop);
+        stats_wait_end(loop->shard);
+        rq->state = REQ_CANCELLED;
+        MHD_resume_connection(rq->conn);
+        return MHD_YES;
+    }
+    rq->state = REQ_WAITING;
+    if (srv->internal && timer_heap_peek(&loop->timers) == &rq->timer)
+        pthread_cond_signal(&loop->wake);
+    loop_unlock(loop);
+    return MHD_YES;
+}
+
+static struct mhd_loop *loop_of(void *cls)
+{
+    return cls;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **req_cls)
+{
+    struct mhd_loop *loop = loop_of(cls);
+    struct request *rq = *req_cls;
+    (void)version;
+    (void)upload_data;
+
+    if (!rq) {
+        rq = calloc(1, sizeof *rq);
+        if (!rq)
+            return MHD_NO;
+        rq->conn = conn;
+        rq->loop = loop;
+        timer_node_init(&rq->timer);
+        route_plan(&loop->srv->routes, method, url, strlen(url), &rq->plan);
+        stats_request_begin(loop->shard, rq->plan.stats_id);
+        atomic_fetch_add_explicit(&loop->active, 1, memory_order_relaxed);
+        *req_cls = rq;
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        /* The body is read and discarded: no route needs it yet. */
+        stats_bytes_in(loop->shard, *upload_data_size);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    switch (rq->state) {
+    case REQ_NEW:
+        if (rq->plan.delay_us)
+            return start_delay(rq);
+        return respond(rq);
+    case REQ_READY:
+        return respond(rq);
+    case REQ_WAITING:
+        return MHD_YES;
+    case REQ_CANCELLED:
+        return MHD_NO;
+    }
+    return MHD_NO;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct mhd_loop *loop = loop_of(cls);
+    struct request *rq = *req_cls;
+    (void)conn;
+    if (!rq)
+        return;
+    if (rq->state == REQ_WAITING) {
+        loop_lock(loop);
+        timer_heap_cancel(&loop->timers, &rq->timer);
+        loop_unlock(loop);
+        stats_wait_end(loop->shard);
+    }
+    if (!rq->answered && (rq->state == REQ_CANCELLED || toe != MHD_REQUEST_TERMINATED_COMPLETED_OK))
+        stats_cancel(loop->shard, rq->plan.stats_id);
+    stats_request_end(loop->shard, rq->plan.stats_id, rq->answered);
+    atomic_fetch_sub_explicit(&loop->active, 1, memory_order_relaxed);
+    free(rq);
+    *req_cls = NULL;
+}
+
+/* Resumes the requests due by `now` (all of them with now = UINT64_MAX and `cancel`). A client
+ * that left while waiting is only seen here, as MHD does not watch suspended sockets: it is
+ * counted as a cancel and its connection closed without an answer. Requests are popped under the
+ * loop lock and resumed outside it, so that no lock of ours is held while MHD takes its own. */
+static void fire_due(struct mhd_loop *loop, uint64_t now, int cancel)
+{
+    struct request *batch[256];
+    size_t n;
+    do {
+        loop_lock(loop);
+        for (n = 0; n < sizeof batch / sizeof batch[0]; n++) {
+            struct timer_node *node = timer_heap_pop_due(&loop->timers, now);
+            if (!node)
+                break;
+            batch[n] = container_of(node, struct request, timer);
+        }
+        loop_unlock(loop);
+        for (size_t i = 0; i < n; i++) {
+            struct request *rq = batch[i];
+            const union MHD_ConnectionInfo *ci =
+                MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+            stats_wait_end(loop->shard);
+            if (cancel || (ci && net_peer_gone(ci->connect_fd)))
+                rq->state = REQ_CANCELLED;
+            else
+                rq->state = REQ_READY;
+            MHD_resume_connection(rq->conn);
+        }
+    } while (n == sizeof batch / sizeof batch[0]);
+}
+
+static void *loop_main(void *arg)
+{
+    struct mhd_loop *loop = arg;
+    struct mhd_server *srv = loop->srv;
+    uint64_t drain_until = 0;
+    int quiesced = 0;
+
+    for (;;) {
+        uint64_t now = timer_now_us();
+        fire_due(loop, now, 0);
+        loop_lock(loop);
+        int wait_ms = timer_heap_wait_ms(&loop->timers, now, LOOP_TICK_MS);
+        loop_unlock(loop);
+        if (atomic_load_explicit(&srv->stopping, memory_order_acquire)) {
+            if (!quiesced) {
+                MHD_socket fd = MHD_quiesce_daemon(loop->daemon);
+                if (fd != MHD_INVALID_SOCKET)
+                    close(fd);
+                quiesced = 1;
+                drain_until = now + srv->cfg->grace_us;
+            }
+            if (atomic_load(&loop->active) == 0 || now >= drain_until)
+                break;
+        }
+        if (!srv->internal) {
+            MHD_run_wait(loop->daemon, wait_ms);
+            continue;
+        }
+        struct timespec ts;
+        deadline_after(&ts, (uint64_t)wait_ms * 1000);
+        pthread_mutex_lock(&loop->lock);
+        /* A request queued after wait_ms was computed signals `wake` if it is the earliest. */
+        if (timer_heap_wait_ms(&loop->timers, timer_now_us(), wait_ms) > 0)
+            pthread_cond_timedwait(&loop->wake, &loop->lock, &ts);
+        pthread_mutex_unlock(&loop->lock);
+    }
+    fire_due(loop, UINT64_MAX, 1);
+    if (!srv->internal)
+        MHD_run(loop->daemon);
+    return NULL;
+}
+
+static unsigned daemon_flags(const struct config *cfg)
+{
+    unsigned flags = MHD_USE_ERROR_LOG;
+    switch (cfg->model) {
+    case CONFIG_MODEL_EPOLL:
+        return flags | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
+    case CONFIG_MODEL_POLL:
+        /* libmicrohttpd offers poll() only with its own polling thread. */
+        return flags | MHD_USE_POLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;
+    case CONFIG_MODEL_SELECT:
+        return flags | MHD_ALLOW_SUSPEND_RESUME;
+    case CONFIG_MODEL_THREAD_PER_CONNECTION:
+        /* ITC lets MHD_quiesce_daemon wake the listening thread. */
+        return flags | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+               MHD_USE_POLL | MHD_USE_ITC;
+    }
+    return flags;
+}
+
+static int start_daemon(struct mhd_loop *loop, unsigned conn_limit, char *err)
+{
+    struct mhd_server *srv = loop->srv;
+    struct MHD_OptionItem opts[] = {
+        {MHD_OPTION_LISTEN_SOCKET, loop->listen_fd, NULL},
+        {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)conn_limit, NULL},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)CONN_MEMORY_LIMIT, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, 0, NULL},
+        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, loop},
+        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, (void *)(uintptr_t)srv->log},
+        {srv->tpc ? MHD_OPTION_THREAD_STACK_SIZE : MHD_OPTION_END, 256 * 1024, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    loop->daemon = MHD_start_daemon(daemon_flags(srv->cfg), 0, NULL, NULL, on_request, loop,
+                                    MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    if (!loop->daemon) {
+        snprintf(err, NET_ERR_LEN, "libmicrohttpd: cannot start the %s daemon (run with "
+                                   "--log-level debug for its reason)",
+                 config_model_name(srv->cfg->model));
+        return -EINVAL;
+    }
+    /* The daemon owns the listening socket now and closes it when stopped. */
+    loop->listen_fd = -1;
+    return 0;
+}
+
+static void monotonic_cond_init(pthread_cond_t *cond)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cond, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+int mhd_server_start(struct mhd_server **out, const struct config *cfg, const struct log *lg,
+                     char *err)
+{
+    struct mhd_server *srv = calloc(1, sizeof *srv);
+    int fds[1024];
+    int rc;
+
+    if (!srv) {
+        snprintf(err, NET_ERR_LEN, "out of memory");
+        return -ENOMEM;
+    }
+    srv->cfg = cfg;
+    srv->log = lg;
+    srv->tpc = cfg->model == CONFIG_MODEL_THREAD_PER_CONNECTION;
+    srv->internal = cfg->model == CONFIG_MODEL_POLL;
+    srv->nloops = srv->tpc ? 1 : cfg->threads;
+    if (srv->nloops > sizeof fds / sizeof fds[0])
+        srv->nloops = sizeof fds / sizeof fds[0];
+    atomic_init(&srv->stopping, 0);
+    pthread_mutex_init(&srv->sleep_lock, NULL);
+    monotonic_cond_init(&srv->sleep_cond);
+    route_table_init(&srv->routes, cfg);
+    srv->stats = stats_new(srv->nloops, srv->routes.count + 1);
+    srv->loops = calloc(srv->nloops, sizeof *srv->loops);
+    for (size_t i = 0; srv->loops && i < srv->nloops; i++)
+        srv->loops[i].listen_fd = -1;
+    if (!srv->stats || !srv->loops) {
+        mhd_server_free(srv);
+        snprintf(err, NET_ERR_LEN, "out of memory");
+        return -ENOMEM;
+    }
+
+    rc = net_listen(err, cfg->bind, cfg->port, srv->nloops, LISTEN_BACKLOG, fds, &srv->port);
+    if (rc != 0) {
+        mhd_server_free(srv);
+        return rc;
+    }
+    unsigned per_loop = (unsigned)((cfg->max_connections + srv->nloops - 1) / srv->nloops);
+    for (size_t i = 0; i < srv->nloops; i++) {
+        struct mhd_loop *loop = &srv->loops[i];
+        loop->srv = srv;
+        loop->index = i;
+        loop->listen_fd = fds[i];
+        loop->shard = stats_shard(srv->stats, i);
+        atomic_init(&loop->active, 0);
+        pthread_mutex_init(&loop->lock, NULL);
+        monotonic_cond_init(&loop->wake);
+    }
+    for (size_t i = 0; i < srv->nloops; i++) {
+        struct mhd_loop *loop = &srv->loops[i];
+        rc = timer_heap_init(&loop->timers, per_loop);
+        if (rc == 0)
+            rc = build_cache(srv, loop->cache);
+        if (rc != 0) {
+            snprintf(err, NET_ERR_LEN, "out of memory");
+            break;
+        }
+        rc = start_daemon(loop, per_loop, err);
+        if (rc != 0)
+            break;
+        if (!srv->tpc) {
+            rc = -pthread_create(&loop->thread, NULL, loop_main, loop);
+            if (rc != 0) {
+                snprintf(err, NET_ERR_LEN, "pthread_create: %s", strerror(-rc));
+                break;
+            }
+            loop->thread_started = 1;
+        }
+    }
+    if (rc != 0) {
+        mhd_server_stop(srv);
+        mhd_server_free(srv);
+        return rc;
+    }
+    *out = srv;
+    return 0;
+}
+
+unsigned mhd_server_port(const struct mhd_server *srv)
+{
+    return srv->port;
+}
+
+static size_t active_total(struct mhd_server *srv)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < srv->nloops; i++)
+        n += atomic_load(&srv->loops[i].active);
+    return n;
+}
+
+/* thread-per-connection: MHD runs its own threads, so the drain is watched from here. */
+static void tpc_drain(struct mhd_server *srv)
+{
+    struct mhd_loop *loop = &srv->loops[0];
+    uint64_t until = timer_now_us() + srv->cfg->grace_us;
+    if (!loop->daemon)
+        return;
+    MHD_socket fd = MHD_quiesce_daemon(loop->daemon);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+    while (active_total(srv) > 0 && timer_now_us() < until) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    pthread_mutex_lock(&srv->sleep_lock);
+    srv->hard_stop = 1;
+    pthread_cond_broadcast(&srv->sleep_cond);
+    pthread_mutex_unlock(&srv->sleep_lock);
+}
+
+void mhd_server_stop(struct mhd_server *srv)
+{
+    atomic_store_explicit(&srv->stopping, 1, memory_order_release);
+    if (srv->tpc)
+        tpc_drain(srv);
+    for (size_t i = 0; i < srv->nloops; i++) {
+        struct mhd_loop *loop = &srv->loops[i];
+        if (loop->thread_started)
+            pthread_join(loop->thread, NULL);
+        loop->thread_started = 0;
+        if (loop->daemon)
+            MHD_stop_daemon(loop->daemon);
+        loop->daemon = NULL;
+    }
+}
+
+void mhd_server_free(struct mhd_server *srv)
+{
+    if (!srv)
+        return;
+    for (size_t i = 0; srv->loops && i < srv->nloops; i++) {
+        struct mhd_loop *loop = &srv->loops[i];
+        if (loop->listen_fd >= 0 && !loop->daemon)
+            close(loop->listen_fd);
+        free_cache(loop->cache, srv->routes.count);
+        timer_heap_cleanup(&loop->timers);
+        if (loop->srv) {
+            pthread_cond_destroy(&loop->wake);
+            pthread_mutex_destroy(&loop->lock);
+        }
+    }
+    free(srv->loops);
+    stats_free(srv->stats);
+    pthread_cond_destroy(&srv->sleep_cond);
+    pthread_mutex_destroy(&srv->sleep_lock);
+    free(srv);
+}
