@@ -47,6 +47,8 @@ static int parse_duration_n(const char *s, size_t len, uint64_t *us)
         mult = 1000000;
     else if (ulen == 1 && unit[0] == 'm')
         mult = 60000000;
+    else if (ulen == 1 && unit[0] == 'h')
+        mult = 3600000000ULL;
     else
         return -EINVAL;
 
@@ -77,7 +79,7 @@ static int duration_err(int rc, const char *what, size_t len, char *err, size_t 
         snprintf(err, errlen, "duration '%.*s' is over the 24h limit", (int)len, what);
     else
         snprintf(err, errlen,
-                 "bad duration '%.*s' (want a number with us, ms, s or m, e.g. 250ms or 1.5s)",
+                 "bad duration '%.*s' (want a number with us, ms, s, m or h, e.g. 250ms or 1.5s)",
                  (int)len, what);
     return rc;
 }

@@ -6,7 +6,7 @@
  * Draws are pure functions of (spec, seed, stream, index), so request number i of a route gets
  * the same delay on every run, in every thread model and on both engines.
  *
- * Accepted forms (times take a unit us, ms, s or m; a bare number is milliseconds):
+ * Accepted forms (times take a unit us, ms, s, m or h; a bare number is milliseconds):
  *   1000, 1s, 250ms, 1.5s, 800us      fixed
  *   800ms..1200ms                     uniform between the bounds, inclusive
  *   normal:1s,50ms                    normal (mean, standard deviation), truncated at 0
@@ -47,7 +47,7 @@ struct delay_spec {
     struct delay_mix_entry mix[DELAY_MIX_MAX];
 };
 
-/* Parses a duration ("1.5s", "250ms", "800us", "2m", or bare milliseconds "1000") into *us.
+/* Parses a duration ("1.5s", "250ms", "800us", "2m", "1h", or bare "1000" ms) into *us.
  * Returns 0; -EINVAL for a malformed value, an unknown unit or a fraction finer than 1 us;
  * -ERANGE above DELAY_DURATION_MAX_US. */
 int delay_duration_parse(const char *s, uint64_t *us);

@@ -87,6 +87,19 @@ int net_listen(char *err, const char *host, unsigned port, size_t n, int backlog
         snprintf(err, NET_ERR_LEN, "resolve %s: %s", host, gai_strerror(rc));
         return -EINVAL;
     }
+    if (n > 1) {
+        /* SO_REUSEPORT would let us share a port another server already holds with the same
+         * option: claim the port once without it first, so that "in use" is reported, then let
+         * the loops' sockets join it. */
+        int probe = open_one(err, res, host, port, 0, backlog);
+        if (probe < 0) {
+            freeaddrinfo(res);
+            return probe;
+        }
+        port = local_port(probe);
+        set_port(res->ai_addr, port);
+        close(probe);
+    }
     for (size_t i = 0; i < n; i++) {
         int fd = open_one(err, res, host, port, n > 1, backlog);
         if (fd < 0) {

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "timer.h"
+
 static const char ct_text[] = "text/plain";
 static const char ct_json[] = "application/json";
 
@@ -18,6 +20,7 @@ static void add(struct route_table *t, const char *path, const char *method, enu
     r->content_type = ct_text;
     r->body = body;
     r->body_len = body ? strlen(body) : 0;
+    r->counted = 1;
     if (delay) {
         r->delayed = 1;
         r->delay = *delay;
@@ -40,6 +43,25 @@ void route_table_init(struct route_table *t, const struct config *cfg)
     add(t, "/", NULL, ROUTE_STATIC, "OK", NULL);
     add(t, "/echo", NULL, ROUTE_STATIC, "OK", NULL);
     add(t, "/healthz", "GET", ROUTE_STATIC, "ok", NULL);
+    t->routes[t->count - 1].counted = 0;
+    add(t, "/stats", "GET", ROUTE_STATS, NULL, NULL);
+    t->routes[t->count - 1].counted = 0;
+    t->routes[t->count - 1].content_type = ct_json;
+}
+
+size_t route_stats_count(const struct route_table *t)
+{
+    return t->count + 1;
+}
+
+char *route_stats_json(const struct route_table *t, const struct stats *st, uint64_t started_us)
+{
+    const char *names[ROUTE_MAX + 1];
+    for (size_t i = 0; i < t->count; i++)
+        names[i] = t->routes[i].path;
+    names[t->count] = "other";
+    return stats_to_json(st, names, t->count + 1,
+                         (double)(timer_now_us() - started_us) / 1e6);
 }
 
 size_t route_error_json(char *buf, size_t len, unsigned status, const char *msg)
@@ -102,13 +124,16 @@ void route_plan(struct route_table *t, const char *method, const char *path, siz
 
     size_t id = (size_t)(r - t->routes);
     out->route = r;
-    out->stats_id = id;
+    out->route_id = id;
+    out->stats_id = r->counted ? id : STATS_UNCOUNTED;
     out->status = r->status;
     out->content_type = r->content_type;
     out->body = r->body;
     out->body_len = r->body_len;
-    out->action = r->kind == ROUTE_UPLOAD ? PLAN_UPLOAD : PLAN_RESPOND;
-    out->cacheable = 1;
+    out->action = r->kind == ROUTE_UPLOAD  ? PLAN_UPLOAD
+                  : r->kind == ROUTE_STATS ? PLAN_STATS
+                                           : PLAN_RESPOND;
+    out->cacheable = r->kind == ROUTE_STATIC;
     if (!r->delayed)
         return;
     if (r->timing[0]) {

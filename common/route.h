@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "delay.h"
+#include "stats.h"
 
 #define ROUTE_MAX 64
 #define ROUTE_TIMING_LEN 48
@@ -22,6 +23,7 @@
 enum route_kind {
     ROUTE_STATIC = 0, /* a fixed answer, possibly delayed */
     ROUTE_UPLOAD,     /* POST /write: count the multipart data part */
+    ROUTE_STATS,      /* GET /stats: the counters as JSON */
 };
 
 struct route {
@@ -32,6 +34,7 @@ struct route {
     const char *content_type;
     const char *body;
     size_t body_len;
+    int counted;             /* 0 for /healthz and /stats: never counted as load */
     int delayed;             /* 1 if the route waits and carries Server-Timing */
     struct delay_spec delay; /* when delayed */
     char timing[ROUTE_TIMING_LEN]; /* Server-Timing value of a fixed delay, else "" */
@@ -50,12 +53,14 @@ struct route_table {
 enum plan_action {
     PLAN_RESPOND = 0, /* answer status/body after delay_us */
     PLAN_UPLOAD,      /* read the body through an upload (upload.h), then answer its result */
+    PLAN_STATS,       /* answer route_stats_json() */
 };
 
 struct plan {
     enum plan_action action;
     const struct route *route; /* NULL when no route matched */
-    size_t stats_id;           /* index for the stats module: route index or ROUTE_STATS_OTHER */
+    size_t route_id;           /* index of route in the table, when route is not NULL */
+    size_t stats_id; /* for the stats module: route index, ROUTE_STATS_OTHER or STATS_UNCOUNTED */
     unsigned status;
     const char *content_type;
     const char *body; /* valid as long as the plan and the table */
@@ -70,8 +75,16 @@ struct plan {
 };
 
 /* Fills *t with the built-in routes configured by cfg: GET /test, POST /write, any method /
- * and /echo, GET /healthz. */
+ * and /echo, GET /healthz, GET /stats. */
 void route_table_init(struct route_table *t, const struct config *cfg);
+
+/* Number of stats ids the table needs: one per route plus ROUTE_STATS_OTHER. */
+size_t route_stats_count(const struct route_table *t);
+
+/* The body of GET /stats for the counters `st` (sized by route_stats_count) of table t, started
+ * at started_us (timer_now_us clock). Returns a malloc'd JSON string the caller frees with
+ * free(), or NULL if out of memory. */
+char *route_stats_json(const struct route_table *t, const struct stats *st, uint64_t started_us);
 
 /* Plans the answer to `method` on `path` (path_len bytes; anything from a '?' on is ignored).
  * Always fills *out: an unknown path gives 404, a wrong method 405, both with a JSON error body.

@@ -1,6 +1,8 @@
 #include "stats.h"
 
+#include <cjson/cJSON.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,6 +91,8 @@ static size_t status_slot(unsigned status)
 
 void stats_request_begin(struct stats_shard *sh, size_t route)
 {
+    if (route == STATS_UNCOUNTED)
+        return;
     add(&sh->begun, 1);
     if (route < sh->nroutes)
         add(&sh->routes[route].begun, 1);
@@ -96,6 +100,8 @@ void stats_request_begin(struct stats_shard *sh, size_t route)
 
 void stats_request_end(struct stats_shard *sh, size_t route, unsigned status)
 {
+    if (route == STATS_UNCOUNTED)
+        return;
     add(&sh->ended, 1);
     if (status_slot(status))
         add(&sh->answered, 1);
@@ -115,6 +121,8 @@ void stats_wait_end(struct stats_shard *sh)
 
 void stats_cancel(struct stats_shard *sh, size_t route)
 {
+    if (route == STATS_UNCOUNTED)
+        return;
     add(&sh->cancels, 1);
     if (route < sh->nroutes)
         add(&sh->routes[route].cancels, 1);
@@ -163,4 +171,50 @@ uint64_t stats_route_status(const struct stats *st, size_t route, unsigned statu
     for (size_t i = 0; i < st->nshards; i++)
         n += get(&st->shards[i].routes[route].status[status_slot(status)]);
     return n;
+}
+
+char *stats_to_json(const struct stats *st, const char *const *names, size_t nroutes,
+                    double uptime_s)
+{
+    struct stats_totals t;
+    cJSON *root = cJSON_CreateObject();
+    cJSON *routes = cJSON_CreateObject();
+    char *out = NULL;
+
+    if (!root || !routes)
+        goto done;
+    stats_totals_get(st, &t);
+    cJSON_AddNumberToObject(root, "uptime_s", uptime_s);
+    cJSON_AddNumberToObject(root, "requests", (double)t.requests);
+    cJSON_AddNumberToObject(root, "answered", (double)t.answered);
+    cJSON_AddNumberToObject(root, "in_flight", (double)t.in_flight);
+    cJSON_AddNumberToObject(root, "waiting", (double)t.waiting);
+    cJSON_AddNumberToObject(root, "cancels", (double)t.cancels);
+    cJSON_AddNumberToObject(root, "bytes_received", (double)t.bytes_in);
+    for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
+        cJSON *o = cJSON_AddObjectToObject(routes, names[r]);
+        cJSON *by = o ? cJSON_AddObjectToObject(o, "status") : NULL;
+        uint64_t cancels = 0;
+        if (!by)
+            goto done;
+        for (size_t i = 0; i < st->nshards; i++)
+            cancels += get(&st->shards[i].routes[r].cancels);
+        cJSON_AddNumberToObject(o, "requests", (double)stats_route_requests(st, r));
+        cJSON_AddNumberToObject(o, "cancels", (double)cancels);
+        for (unsigned code = STATS_STATUS_MIN; code <= STATS_STATUS_MAX; code++) {
+            uint64_t n = stats_route_status(st, r, code);
+            char key[8];
+            if (!n)
+                continue;
+            snprintf(key, sizeof key, "%u", code);
+            cJSON_AddNumberToObject(by, key, (double)n);
+        }
+    }
+    cJSON_AddItemToObject(root, "routes", routes);
+    routes = NULL;
+    out = cJSON_PrintUnformatted(root);
+done:
+    cJSON_Delete(routes);
+    cJSON_Delete(root);
+    return out;
 }

@@ -16,6 +16,10 @@
 #define STATS_STATUS_MIN 100
 #define STATS_STATUS_MAX 599
 
+/* Route id of requests that are never counted as load (/healthz, /stats): every call taking a
+ * route ignores it. */
+#define STATS_UNCOUNTED ((size_t)-1)
+
 struct stats;
 struct stats_shard;
 
@@ -63,5 +67,11 @@ uint64_t stats_route_requests(const struct stats *st, size_t route);
 
 /* Requests on `route` answered with `status` (0 for "no answer"), summed over the shards. */
 uint64_t stats_route_status(const struct stats *st, size_t route, unsigned status);
+
+/* Renders every counter as a JSON object (cJSON, unformatted): uptime, totals and, per route
+ * (named by names[0..nroutes)), requests, cancels and answers by status. Returns a malloc'd
+ * NUL-terminated string the caller frees with free(), or NULL if out of memory. */
+char *stats_to_json(const struct stats *st, const char *const *names, size_t nroutes,
+                    double uptime_s);
 
 #endif

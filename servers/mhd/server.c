@@ -25,6 +25,8 @@
 /* Longest wait in a loop iteration, so a stop request is noticed promptly. */
 #define LOOP_TICK_MS 100
 
+static const char rq_json_type[] = "application/json";
+
 enum request_state {
     REQ_NEW = 0,   /* planned; body (if any) being read */
     REQ_WAITING,   /* suspended on its delay */
@@ -65,6 +67,7 @@ struct mhd_server {
     const struct log *log;
     struct route_table routes;
     struct stats *stats;
+    uint64_t started_us;
     unsigned port;
     int tpc;      /* thread-per-connection model */
     int internal; /* poll model: MHD polls in its own thread; ours only fires timers */
@@ -150,12 +153,33 @@ static void free_cache(struct MHD_Response **cache, size_t n)
     }
 }
 
+static struct MHD_Response *stats_response(struct mhd_server *srv)
+{
+    char *json = route_stats_json(&srv->routes, srv->stats, srv->started_us);
+    if (!json)
+        return NULL;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(json), json, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(json);
+        return NULL;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rq_json_type);
+    return resp;
+}
+
 static enum MHD_Result respond(struct request *rq)
 {
     struct MHD_Response *resp = NULL;
     int fresh = 0;
-    if (rq->plan.cacheable && rq->plan.route)
-        resp = rq->loop->cache[rq->plan.stats_id];
+    if (rq->plan.action == PLAN_STATS) {
+        resp = stats_response(rq->loop->srv);
+        if (!resp)
+            return MHD_NO;
+        fresh = 1;
+    } else if (rq->plan.cacheable && rq->plan.route) {
+        resp = rq->loop->cache[rq->plan.route_id];
+    }
     if (!resp) {
         resp = build_response(&rq->plan);
         fresh = 1;
@@ -451,7 +475,8 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
     pthread_mutex_init(&srv->sleep_lock, NULL);
     monotonic_cond_init(&srv->sleep_cond);
     route_table_init(&srv->routes, cfg);
-    srv->stats = stats_new(srv->nloops, srv->routes.count + 1);
+    srv->started_us = timer_now_us();
+    srv->stats = stats_new(srv->nloops, route_stats_count(&srv->routes));
     srv->loops = calloc(srv->nloops, sizeof *srv->loops);
     for (size_t i = 0; srv->loops && i < srv->nloops; i++)
         srv->loops[i].listen_fd = -1;

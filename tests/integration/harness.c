@@ -1,0 +1,341 @@
+#include "harness.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static pid_t spawn(const char *bin, const char *const *pre, const char *const *args,
+                   const char *const *env, int *out_fd, int *err_fd)
+{
+    int out[2], err[2];
+    const char *argv[64];
+    char *envp[256];
+    size_t n = 0, e = 0;
+
+    if (pipe(out) != 0 || pipe(err) != 0)
+        return -1;
+    argv[n++] = bin;
+    for (size_t i = 0; pre && pre[i] && n < 62; i++)
+        argv[n++] = pre[i];
+    for (size_t i = 0; args && args[i] && n < 62; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    /* The child sees our environment less any SLOWSRV_* variable, plus the test's own. */
+    for (char **p = environ; *p && e < 200; p++)
+        if (strncmp(*p, "SLOWSRV_", 8) != 0)
+            envp[e++] = *p;
+    for (size_t i = 0; env && env[i] && e < 254; i++)
+        envp[e++] = (char *)(uintptr_t)env[i];
+    envp[e] = NULL;
+
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(out[1], 1);
+        dup2(err[1], 2);
+        close(out[0]);
+        close(err[0]);
+        close(out[1]);
+        close(err[1]);
+        execve(bin, (char *const *)(uintptr_t)argv, envp);
+        fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
+        _exit(127);
+    }
+    close(out[1]);
+    close(err[1]);
+    *out_fd = out[0];
+    *err_fd = err[0];
+    return pid;
+}
+
+int server_start(struct server *s, const char *bin, const char *const *args,
+                 const char *const *env)
+{
+    static const char *const pre[] = {"--port", "0", NULL};
+    int out_fd;
+    size_t len = 0;
+    double deadline = now_seconds() + 10;
+
+    memset(s, 0, sizeof *s);
+    s->pid = spawn(bin, pre, args, env, &out_fd, &s->err_fd);
+    if (s->pid < 0) {
+        fprintf(stderr, "harness: cannot start %s\n", bin);
+        return -1;
+    }
+    close(out_fd);
+    /* Read stderr byte by byte until the startup line: nothing after it may be consumed. */
+    while (now_seconds() < deadline && len + 1 < sizeof s->startup) {
+        struct pollfd pfd = {s->err_fd, POLLIN, 0};
+        if (poll(&pfd, 1, 100) <= 0)
+            continue;
+        char c;
+        if (read(s->err_fd, &c, 1) != 1)
+            break;
+        if (c != '\n') {
+            s->startup[len++] = c;
+            continue;
+        }
+        s->startup[len] = '\0';
+        const char *p = strstr(s->startup, " listening on http");
+        if (p) {
+            const char *colon = strrchr(p, ':');
+            s->port = (unsigned)strtoul(colon + 1, NULL, 10);
+            return s->port ? 0 : -1;
+        }
+        fprintf(stderr, "server said: %s\n", s->startup);
+        len = 0;
+    }
+    s->startup[len] = '\0';
+    fprintf(stderr, "harness: %s gave no startup line within 10 s (last: '%s')\n", bin,
+            s->startup);
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, NULL, 0);
+    close(s->err_fd);
+    return -1;
+}
+
+static size_t drain_fd(int fd, char *buf, size_t len, size_t used)
+{
+    for (;;) {
+        if (used + 1 >= len) {
+            char junk[4096];
+            if (read(fd, junk, sizeof junk) <= 0)
+                break;
+            continue;
+        }
+        ssize_t n = read(fd, buf + used, len - used - 1);
+        if (n <= 0)
+            break;
+        used += (size_t)n;
+    }
+    buf[used] = '\0';
+    return used;
+}
+
+static int wait_exit(pid_t pid, int wait_ms)
+{
+    int status;
+    double deadline = now_seconds() + wait_ms / 1000.0;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            break;
+        if (now_seconds() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return -1;
+        }
+        usleep(5000);
+    }
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return 128 + WTERMSIG(status);
+}
+
+int server_stop(struct server *s, int wait_ms, char *log, size_t loglen)
+{
+    char local[8192];
+    kill(s->pid, SIGTERM);
+    int rc = wait_exit(s->pid, wait_ms);
+    if (!log) {
+        log = local;
+        loglen = sizeof local;
+    }
+    drain_fd(s->err_fd, log, loglen, 0);
+    close(s->err_fd);
+    if (rc != 0)
+        fprintf(stderr, "harness: server exit status %d; its stderr:\n%s\n", rc, log);
+    return rc;
+}
+
+int run_to_exit(const char *bin, const char *const *args, const char *const *env, char *out,
+                size_t outlen, char *err, size_t errlen)
+{
+    int out_fd, err_fd;
+    pid_t pid = spawn(bin, NULL, args, env, &out_fd, &err_fd);
+    if (pid < 0)
+        return -1;
+    int rc = wait_exit(pid, 10000);
+    drain_fd(out_fd, out, outlen, 0);
+    drain_fd(err_fd, err, errlen, 0);
+    close(out_fd);
+    close(err_fd);
+    return rc;
+}
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    struct reply *r = userdata;
+    size_t n = size * nmemb;
+    size_t cap = sizeof r->body - 1;
+    size_t stored = r->body_len < cap ? r->body_len : cap;
+    size_t take = n < cap - stored ? n : cap - stored;
+    memcpy(r->body + stored, ptr, take);
+    r->body[stored + take] = '\0';
+    r->body_len += n;
+    return n;
+}
+
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    struct reply *r = userdata;
+    size_t n = size * nmemb;
+    size_t used = strlen(r->headers);
+    if (used + n < sizeof r->headers) {
+        memcpy(r->headers + used, ptr, n);
+        r->headers[used + n] = '\0';
+    }
+    return n;
+}
+
+static CURL *easy_for(unsigned port, const char *method, const char *path, struct reply *r)
+{
+    char url[512];
+    CURL *c = curl_easy_init();
+    memset(r, 0, sizeof *r);
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, path);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    if (strcmp(method, "HEAD") == 0)
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    return c;
+}
+
+int http_request(unsigned port, const char *method, const char *path, const char *body,
+                 const char *const *headers, struct reply *r)
+{
+    struct curl_slist *hl = NULL;
+    CURL *c = easy_for(port, method, path, r);
+    if (body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    }
+    for (size_t i = 0; headers && headers[i]; i++)
+        hl = curl_slist_append(hl, headers[i]);
+    if (hl)
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    r->curl_code = (int)curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+    curl_easy_getinfo(c, CURLINFO_TOTAL_TIME, &r->seconds);
+    curl_slist_free_all(hl);
+    curl_easy_cleanup(c);
+    return r->curl_code;
+}
+
+const char *reply_header(const struct reply *r, const char *name, char *buf, size_t len)
+{
+    size_t nlen = strlen(name);
+    for (const char *p = r->headers; *p;) {
+        const char *eol = strstr(p, "\r\n");
+        if (!eol)
+            break;
+        if (strncasecmp(p, name, nlen) == 0 && p[nlen] == ':') {
+            const char *v = p + nlen + 1;
+            while (*v == ' ')
+                v++;
+            size_t vlen = (size_t)(eol - v);
+            if (vlen >= len)
+                vlen = len - 1;
+            memcpy(buf, v, vlen);
+            buf[vlen] = '\0';
+            return buf;
+        }
+        p = eol + 2;
+    }
+    return NULL;
+}
+
+double http_concurrent(unsigned port, const char *path, size_t n, long *status, double *seconds,
+                       int *body_ok, const char *want_body)
+{
+    CURLM *m = curl_multi_init();
+    CURL **easies = calloc(n, sizeof *easies);
+    struct reply *replies = calloc(n, sizeof *replies);
+    int running = 0;
+    double start = now_seconds();
+
+    curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)n);
+    for (size_t i = 0; i < n; i++) {
+        easies[i] = easy_for(port, "GET", path, &replies[i]);
+        /* Each request gets a connection of its own, opened at once. */
+        curl_easy_setopt(easies[i], CURLOPT_FRESH_CONNECT, 1L);
+        curl_easy_setopt(easies[i], CURLOPT_PRIVATE, (void *)&replies[i]);
+        curl_multi_add_handle(m, easies[i]);
+    }
+    do {
+        curl_multi_perform(m, &running);
+        if (running)
+            curl_multi_poll(m, NULL, 0, 100, NULL);
+    } while (running);
+    for (size_t i = 0; i < n; i++) {
+        curl_easy_getinfo(easies[i], CURLINFO_RESPONSE_CODE, &status[i]);
+        curl_easy_getinfo(easies[i], CURLINFO_TOTAL_TIME, &seconds[i]);
+        body_ok[i] = strcmp(replies[i].body, want_body) == 0;
+        curl_multi_remove_handle(m, easies[i]);
+        curl_easy_cleanup(easies[i]);
+    }
+    double wall = now_seconds() - start;
+    free(easies);
+    free(replies);
+    curl_multi_cleanup(m);
+    return wall;
+}
+
+size_t abandon_requests(unsigned port, const char *path, size_t n, int hold_ms)
+{
+    int *fds = calloc(n, sizeof *fds);
+    char req[256];
+    size_t sent = 0;
+    struct sockaddr_in sa;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int len = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
+    for (size_t i = 0; i < n; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+        if (fds[i] < 0)
+            continue;
+        if (connect(fds[i], (struct sockaddr *)&sa, sizeof sa) != 0) {
+            close(fds[i]);
+            fds[i] = -1;
+            continue;
+        }
+        if (write(fds[i], req, (size_t)len) == len)
+            sent++;
+    }
+    usleep((useconds_t)hold_ms * 1000);
+    for (size_t i = 0; i < n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    free(fds);
+    return sent;
+}

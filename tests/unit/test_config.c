@@ -1,0 +1,167 @@
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "../../common/config.h"
+#include "check.h"
+
+static int load(struct config *cfg, const char *const *args, const char *const *env, char *err)
+{
+    char *argv[32];
+    int argc = 0;
+    enum config_action action;
+    argv[argc++] = (char *)(uintptr_t) "slowsrv";
+    for (size_t i = 0; args && args[i]; i++)
+        argv[argc++] = (char *)(uintptr_t)args[i];
+    argv[argc] = NULL;
+    return config_load(cfg, CONFIG_ENGINE_MHD, argc, argv, (char *const *)(uintptr_t)env, 99,
+                       &action, err, CONFIG_ERR_LEN);
+}
+
+static void config_defaults_match_the_contract(void)
+{
+    struct config cfg;
+    char err[CONFIG_ERR_LEN] = "";
+    CHECK_INT(load(&cfg, NULL, NULL, err), 0);
+    CHECK_STR(cfg.bind, "127.0.0.1");
+    CHECK_INT(cfg.port, 8080);
+    CHECK_INT(cfg.delay.kind, DELAY_FIXED);
+    CHECK_U64(cfg.delay.a_us, 1000000);
+    CHECK_INT(cfg.model, CONFIG_MODEL_EPOLL);
+    CHECK_INT(cfg.max_connections, 10000);
+    CHECK_U64(cfg.max_body, 1ULL << 30);
+    CHECK_U64(cfg.max_delay_us, 60000000);
+    CHECK_U64(cfg.grace_us, 5000000);
+    CHECK_U64(cfg.seed, 99);
+    CHECK_INT(cfg.seed_set, 0);
+    CHECK_INT(cfg.threads, sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+static void config_flags_set_every_option(void)
+{
+    struct config cfg;
+    char err[CONFIG_ERR_LEN] = "";
+    const char *args[] = {"-p",         "0",      "--bind",    "::1",     "-d",
+                          "800ms..1s",  "-t",     "3",         "-m",      "poll",
+                          "--max-connections",    "500",       "--max-body", "512M",
+                          "--max-delay", "2m",    "--seed",    "7",       "--grace",
+                          "250ms",      "--log-level", "debug", NULL};
+    CHECK_INT(load(&cfg, args, NULL, err), 0);
+    CHECK_STR(err, "");
+    CHECK_INT(cfg.port, 0);
+    CHECK_STR(cfg.bind, "::1");
+    CHECK_INT(cfg.delay.kind, DELAY_UNIFORM);
+    CHECK_INT(cfg.threads, 3);
+    CHECK_INT(cfg.model, CONFIG_MODEL_POLL);
+    CHECK_INT(cfg.max_connections, 500);
+    CHECK_U64(cfg.max_body, 512ULL << 20);
+    CHECK_U64(cfg.max_delay_us, 120000000);
+    CHECK_U64(cfg.seed, 7);
+    CHECK_INT(cfg.seed_set, 1);
+    CHECK_U64(cfg.grace_us, 250000);
+    CHECK_INT(cfg.log_level, LOG_LEVEL_DEBUG);
+}
+
+static void config_env_sits_between_file_and_flags(void)
+{
+    struct config cfg;
+    char err[CONFIG_ERR_LEN] = "";
+    char path[] = "/tmp/slowsrv-cfg-XXXXXX";
+    int fd = mkstemp(path);
+    const char text[] = "{\"delay\": 700, \"threads\": 4, \"max-body\": \"1K\"}";
+    CHECK(write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1));
+    close(fd);
+    const char *args_file[] = {"--config", path, NULL};
+    const char *args_flag[] = {"--config", path, "--threads", "2", NULL};
+    const char *env[] = {"SLOWSRV_THREADS=3", "SLOWSRV_UNRELATED=x", "OTHER=1", NULL};
+
+    CHECK_INT(load(&cfg, args_file, NULL, err), 0);
+    CHECK_U64(cfg.delay.a_us, 700000);
+    CHECK_INT(cfg.threads, 4);
+    CHECK_U64(cfg.max_body, 1024);
+    CHECK_INT(load(&cfg, args_file, env, err), 0);
+    CHECK_INT(cfg.threads, 3);
+    CHECK_INT(load(&cfg, args_flag, env, err), 0);
+    CHECK_INT(cfg.threads, 2);
+    unlink(path);
+}
+
+static void config_refusals_name_the_source_and_key(void)
+{
+    static const struct {
+        const char *args[6];
+        const char *env[2];
+        const char *err;
+    } cases[] = {
+        {{"--port", "65536"}, {NULL}, "--port: '65536' is not a port from 0 to 65535"},
+        {{"--threads", "x"}, {NULL}, "--threads: 'x' is not a whole number from 1 to 1024"},
+        {{"--max-body", "0"}, {NULL}, "--max-body: '0' is not a size"},
+        {{"--bind", ""}, {NULL}, "--bind: '' is not an address"},
+        {{"--seed", "-1"}, {NULL}, "--seed: '-1' is not a whole number"},
+        {{NULL}, {"SLOWSRV_MODEL=fork"}, "SLOWSRV_MODEL: unknown model 'fork'"},
+        {{"--nope"}, {NULL}, "unknown option '--nope' (see --help)"},
+        {{"--delay"}, {NULL}, "--delay: needs a value (see --help)"},
+        {{"--delay", "5s", "--max-delay", "1s"},
+         {NULL},
+         "delay: up to 5000 ms is over --max-delay 1000 ms; raise --max-delay"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct config cfg;
+        char err[CONFIG_ERR_LEN] = "";
+        CHECK_INT(load(&cfg, cases[i].args, cases[i].env, err), -EINVAL);
+        if (strncmp(err, cases[i].err, strlen(cases[i].err)) != 0)
+            CHECK_FAIL_("got '%s', want '%s'", err, cases[i].err);
+        else
+            check_passed++;
+    }
+}
+
+static void config_select_lowers_the_default_limit_but_refuses_an_explicit_one(void)
+{
+    struct config cfg;
+    char err[CONFIG_ERR_LEN] = "";
+    const char *dflt[] = {"--model", "select", NULL};
+    const char *fits[] = {"--model", "select", "--max-connections", "1000", NULL};
+    const char *over[] = {"--model", "select", "--max-connections", "1001", NULL};
+    CHECK_INT(load(&cfg, dflt, NULL, err), 0);
+    CHECK_INT(cfg.max_connections, config_select_max_connections());
+    CHECK_INT(load(&cfg, fits, NULL, err), 0);
+    CHECK_INT(load(&cfg, over, NULL, err), -EINVAL);
+}
+
+static void config_h2o_engine_refuses_other_models(void)
+{
+    struct config cfg;
+    enum config_action action;
+    char err[CONFIG_ERR_LEN] = "";
+    char *argv[] = {(char *)(uintptr_t) "slowsrv-h2o", (char *)(uintptr_t) "--model",
+                    (char *)(uintptr_t) "select", NULL};
+    CHECK_INT(config_load(&cfg, CONFIG_ENGINE_H2O, 3, argv, NULL, 1, &action, err, sizeof err),
+              -EINVAL);
+    CHECK(strstr(err, "slowsrv-h2o runs event loops only") != NULL);
+}
+
+static void config_actions_are_recognised(void)
+{
+    struct config cfg;
+    enum config_action action;
+    char err[CONFIG_ERR_LEN] = "";
+    char *help[] = {(char *)(uintptr_t) "slowsrv", (char *)(uintptr_t) "--help", NULL};
+    char *ver[] = {(char *)(uintptr_t) "slowsrv", (char *)(uintptr_t) "-V", NULL};
+    CHECK_INT(config_load(&cfg, CONFIG_ENGINE_MHD, 2, help, NULL, 1, &action, err, sizeof err), 0);
+    CHECK_INT(action, CONFIG_ACTION_HELP);
+    CHECK_INT(config_load(&cfg, CONFIG_ENGINE_MHD, 2, ver, NULL, 1, &action, err, sizeof err), 0);
+    CHECK_INT(action, CONFIG_ACTION_VERSION);
+}
+
+int main(void)
+{
+    config_defaults_match_the_contract();
+    config_flags_set_every_option();
+    config_env_sits_between_file_and_flags();
+    config_refusals_name_the_source_and_key();
+    config_select_lowers_the_default_limit_but_refuses_an_explicit_one();
+    config_h2o_engine_refuses_other_models();
+    config_actions_are_recognised();
+    return CHECK_DONE();
+}

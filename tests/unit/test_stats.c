@@ -1,0 +1,113 @@
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "../../common/stats.h"
+#include "check.h"
+
+static void stats_totals_follow_a_known_sequence(void)
+{
+    struct stats *st = stats_new(2, 3);
+    struct stats_shard *a = stats_shard(st, 0), *b = stats_shard(st, 1);
+    struct stats_totals t;
+    stats_request_begin(a, 0);
+    stats_request_begin(b, 0);
+    stats_request_begin(b, 2);
+    stats_wait_begin(a);
+    stats_totals_get(st, &t);
+    CHECK_U64(t.requests, 3);
+    CHECK_U64(t.in_flight, 3);
+    CHECK_U64(t.waiting, 1);
+    stats_wait_end(a);
+    stats_request_end(a, 0, 200);
+    stats_cancel(b, 0);
+    stats_request_end(b, 0, 0);
+    stats_request_end(b, 2, 404);
+    stats_bytes_in(a, 10);
+    stats_bytes_in(b, 5);
+    stats_totals_get(st, &t);
+    CHECK_U64(t.in_flight, 0);
+    CHECK_U64(t.waiting, 0);
+    CHECK_U64(t.answered, 2);
+    CHECK_U64(t.cancels, 1);
+    CHECK_U64(t.bytes_in, 15);
+    CHECK_U64(stats_route_requests(st, 0), 2);
+    CHECK_U64(stats_route_status(st, 0, 200), 1);
+    CHECK_U64(stats_route_status(st, 0, 0), 1);
+    CHECK_U64(stats_route_status(st, 2, 404), 1);
+    CHECK_U64(stats_route_status(st, 2, 700), 0);
+    stats_free(st);
+}
+
+static void stats_uncounted_routes_leave_no_trace(void)
+{
+    struct stats *st = stats_new(1, 1);
+    struct stats_totals t;
+    stats_request_begin(stats_shard(st, 0), STATS_UNCOUNTED);
+    stats_request_end(stats_shard(st, 0), STATS_UNCOUNTED, 200);
+    stats_cancel(stats_shard(st, 0), STATS_UNCOUNTED);
+    stats_totals_get(st, &t);
+    CHECK_U64(t.requests, 0);
+    CHECK_U64(t.answered, 0);
+    CHECK_U64(t.cancels, 0);
+    stats_free(st);
+}
+
+struct worker {
+    struct stats_shard *sh;
+};
+
+static void *hammer(void *arg)
+{
+    struct worker *w = arg;
+    for (int i = 0; i < 100000; i++) {
+        stats_request_begin(w->sh, 1);
+        stats_request_end(w->sh, 1, 200);
+    }
+    return NULL;
+}
+
+static void stats_shards_sum_exactly_across_threads(void)
+{
+    struct stats *st = stats_new(2, 2);
+    pthread_t th[4];
+    struct worker w[4];
+    /* Four writers on two shards: shared shards must stay exact too. */
+    for (size_t i = 0; i < 4; i++) {
+        w[i].sh = stats_shard(st, i);
+        pthread_create(&th[i], NULL, hammer, &w[i]);
+    }
+    for (size_t i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    CHECK_U64(stats_route_requests(st, 1), 400000);
+    CHECK_U64(stats_route_status(st, 1, 200), 400000);
+    stats_free(st);
+}
+
+static void stats_json_names_routes_and_statuses(void)
+{
+    struct stats *st = stats_new(1, 2);
+    const char *names[] = {"/test", "other"};
+    stats_request_begin(stats_shard(st, 0), 1);
+    stats_request_end(stats_shard(st, 0), 1, 404);
+    char *json = stats_to_json(st, names, 2, 1.5);
+    cJSON *j = cJSON_Parse(json);
+    CHECK(j != NULL);
+    cJSON *routes = cJSON_GetObjectItem(j, "routes");
+    cJSON *other = cJSON_GetObjectItem(routes, "other");
+    CHECK_INT(cJSON_GetObjectItem(cJSON_GetObjectItem(other, "status"), "404")->valueint, 1);
+    CHECK_INT(cJSON_GetObjectItem(cJSON_GetObjectItem(routes, "/test"), "requests")->valueint, 0);
+    CHECK(cJSON_GetObjectItem(j, "uptime_s")->valuedouble == 1.5);
+    cJSON_Delete(j);
+    free(json);
+    stats_free(st);
+}
+
+int main(void)
+{
+    stats_totals_follow_a_known_sequence();
+    stats_uncounted_routes_leave_no_trace();
+    stats_shards_sum_exactly_across_threads();
+    stats_json_names_routes_and_statuses();
+    return CHECK_DONE();
+}
