@@ -248,8 +248,7 @@ static int read_file(const char *path, char **out, size_t *len, char *err, size_
     int failed = ferror(f);
     fclose(f);
     if (failed || n > CONFIG_FILE_MAX) {
-        snprintf(err, errlen, "%s: %s", path,
-                 failed ? "read error" : "config file is over 1 MiB");
+        snprintf(err, errlen, "%s: %s", path, failed ? "read error" : "config file is over 1 MiB");
         free(buf);
         return -EINVAL;
     }
@@ -422,8 +421,8 @@ static int validate(struct config *cfg, enum config_engine engine, const unsigne
         char a[32], b[32];
         delay_format_ms(delay_spec_max_us(&cfg->delay), a, sizeof a);
         delay_format_ms(cfg->max_delay_us, b, sizeof b);
-        snprintf(err, errlen, "delay: up to %s ms is over --max-delay %s ms; raise --max-delay",
-                 a, b);
+        snprintf(err, errlen, "delay: up to %s ms is over --max-delay %s ms; raise --max-delay", a,
+                 b);
         return -EINVAL;
     }
     if (cfg->threads == 0) {
@@ -532,6 +531,6 @@ void config_usage(FILE *out, const char *program, enum config_engine engine)
             "Exit status: 0 ok; 1 cannot listen (e.g. port in use); 2 bad option, value or "
             "config.\n",
             "-c, --config FILE", "JSON config file of option names (also SLOWSRV_CONFIG)",
-            "    --check-config FILE", "validate FILE (and env and flags), then exit",
-            "-h, --help", "print this help", "-V, --version", "print the version");
+            "    --check-config FILE", "validate FILE (and env and flags), then exit", "-h, --help",
+            "print this help", "-V, --version", "print the version");
 }

@@ -40,10 +40,10 @@ struct delay_mix_entry {
 
 struct delay_spec {
     enum delay_kind kind;
-    uint64_t a_us;  /* fixed value; uniform low bound; normal mean; log-normal median */
-    uint64_t b_us;  /* uniform high bound; normal standard deviation */
-    double sigma;   /* log-normal shape */
-    size_t nmix;    /* entries used in mix[] */
+    uint64_t a_us; /* fixed value; uniform low bound; normal mean; log-normal median */
+    uint64_t b_us; /* uniform high bound; normal standard deviation */
+    double sigma;  /* log-normal shape */
+    size_t nmix;   /* entries used in mix[] */
     struct delay_mix_entry mix[DELAY_MIX_MAX];
 };
 

@@ -60,8 +60,7 @@ char *route_stats_json(const struct route_table *t, const struct stats *st, uint
     for (size_t i = 0; i < t->count; i++)
         names[i] = t->routes[i].path;
     names[t->count] = "other";
-    return stats_to_json(st, names, t->count + 1,
-                         (double)(timer_now_us() - started_us) / 1e6);
+    return stats_to_json(st, names, t->count + 1, (double)(timer_now_us() - started_us) / 1e6);
 }
 
 size_t route_error_json(char *buf, size_t len, unsigned status, const char *msg)

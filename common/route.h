@@ -34,9 +34,9 @@ struct route {
     const char *content_type;
     const char *body;
     size_t body_len;
-    int counted;             /* 0 for /healthz and /stats: never counted as load */
-    int delayed;             /* 1 if the route waits and carries Server-Timing */
-    struct delay_spec delay; /* when delayed */
+    int counted;                   /* 0 for /healthz and /stats: never counted as load */
+    int delayed;                   /* 1 if the route waits and carries Server-Timing */
+    struct delay_spec delay;       /* when delayed */
     char timing[ROUTE_TIMING_LEN]; /* Server-Timing value of a fixed delay, else "" */
 };
 
@@ -65,11 +65,11 @@ struct plan {
     const char *content_type;
     const char *body; /* valid as long as the plan and the table */
     size_t body_len;
-    uint64_t delay_us;   /* 0: answer at once */
-    const char *timing;  /* Server-Timing header value, or NULL for none */
-    const char *allow;   /* Allow header value for 405, or NULL */
-    int cacheable;       /* 1 if this is the route's default answer: an engine may reuse one
-                            prebuilt response per route for it */
+    uint64_t delay_us;  /* 0: answer at once */
+    const char *timing; /* Server-Timing header value, or NULL for none */
+    const char *allow;  /* Allow header value for 405, or NULL */
+    int cacheable;      /* 1 if this is the route's default answer: an engine may reuse one
+                           prebuilt response per route for it */
     char timing_buf[ROUTE_TIMING_LEN];
     char text[160]; /* storage for bodies built per request */
 };

@@ -80,8 +80,7 @@ struct mhd_server {
     int hard_stop;
 };
 
-__attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt,
-                                                              va_list ap)
+__attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     const struct log *lg = cls;
     char line[512];
@@ -106,8 +105,8 @@ static void loop_unlock(struct mhd_loop *loop)
 
 static struct MHD_Response *build_response(const struct plan *p)
 {
-    struct MHD_Response *resp = MHD_create_response_from_buffer(p->body_len, (void *)(uintptr_t)p->body,
-                                                                 MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        p->body_len, (void *)(uintptr_t)p->body, MHD_RESPMEM_MUST_COPY);
     if (!resp)
         return NULL;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, p->content_type);
@@ -261,9 +260,8 @@ static struct mhd_loop *loop_of(void *cls)
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **req_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **req_cls)
 {
     struct mhd_loop *loop = loop_of(cls);
     struct request *rq = *req_cls;
@@ -434,8 +432,9 @@ static int start_daemon(struct mhd_loop *loop, unsigned conn_limit, char *err)
     loop->daemon = MHD_start_daemon(daemon_flags(srv->cfg), 0, NULL, NULL, on_request, loop,
                                     MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     if (!loop->daemon) {
-        snprintf(err, NET_ERR_LEN, "libmicrohttpd: cannot start the %s daemon (run with "
-                                   "--log-level debug for its reason)",
+        snprintf(err, NET_ERR_LEN,
+                 "libmicrohttpd: cannot start the %s daemon (run with "
+                 "--log-level debug for its reason)",
                  config_model_name(srv->cfg->model));
         return -EINVAL;
     }

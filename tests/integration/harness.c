@@ -69,8 +69,7 @@ static pid_t spawn(const char *bin, const char *const *pre, const char *const *a
     return pid;
 }
 
-int server_start(struct server *s, const char *bin, const char *const *args,
-                 const char *const *env)
+int server_start(struct server *s, const char *bin, const char *const *args, const char *const *env)
 {
     static const char *const pre[] = {"--port", "0", NULL};
     int out_fd;
@@ -107,8 +106,7 @@ int server_start(struct server *s, const char *bin, const char *const *args,
         len = 0;
     }
     s->startup[len] = '\0';
-    fprintf(stderr, "harness: %s gave no startup line within 10 s (last: '%s')\n", bin,
-            s->startup);
+    fprintf(stderr, "harness: %s gave no startup line within 10 s (last: '%s')\n", bin, s->startup);
     kill(s->pid, SIGKILL);
     waitpid(s->pid, NULL, 0);
     close(s->err_fd);

@@ -32,12 +32,12 @@ int run_to_exit(const char *bin, const char *const *args, const char *const *env
                 size_t outlen, char *err, size_t errlen);
 
 struct reply {
-    long status;       /* 0 if the transfer failed */
-    int curl_code;     /* CURLcode */
-    char body[65536];  /* NUL-terminated; truncated to fit */
-    size_t body_len;   /* full length received */
+    long status;      /* 0 if the transfer failed */
+    int curl_code;    /* CURLcode */
+    char body[65536]; /* NUL-terminated; truncated to fit */
+    size_t body_len;  /* full length received */
     char headers[4096];
-    double seconds;    /* total time */
+    double seconds; /* total time */
 };
 
 /* One request: method ("GET", "POST", ...) to http://127.0.0.1:port<path>, with an optional

@@ -72,9 +72,8 @@ static void routes_answer_exact_bytes(void)
         {"GET", "/test/", NULL, 404,
          "{\"error\": \"no such route; try /test, /write, /echo or /healthz\", \"status\": 404}",
          "application/json", "79"},
-        {"POST", "/test", "x", 405,
-         "{\"error\": \"method not allowed; use GET\", \"status\": 405}", "application/json",
-         "55"},
+        {"POST", "/test", "x", 405, "{\"error\": \"method not allowed; use GET\", \"status\": 405}",
+         "application/json", "55"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         http_request(s.port, cases[i].method, cases[i].path, cases[i].body, NULL, &r);

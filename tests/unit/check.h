@@ -16,7 +16,7 @@ static unsigned check_failed;
 #define CHECK_FAIL_(fmt, ...)                                                                      \
     do {                                                                                           \
         check_failed++;                                                                            \
-        fprintf(stderr, "%s:%d: %s: " fmt "\n", __FILE__, __LINE__, __func__, __VA_ARGS__);       \
+        fprintf(stderr, "%s:%d: %s: " fmt "\n", __FILE__, __LINE__, __func__, __VA_ARGS__);        \
     } while (0)
 
 #define CHECK(cond)                                                                                \

@@ -41,11 +41,29 @@ static void config_flags_set_every_option(void)
 {
     struct config cfg;
     char err[CONFIG_ERR_LEN] = "";
-    const char *args[] = {"-p",         "0",      "--bind",    "::1",     "-d",
-                          "800ms..1s",  "-t",     "3",         "-m",      "poll",
-                          "--max-connections",    "500",       "--max-body", "512M",
-                          "--max-delay", "2m",    "--seed",    "7",       "--grace",
-                          "250ms",      "--log-level", "debug", NULL};
+    const char *args[] = {"-p",
+                          "0",
+                          "--bind",
+                          "::1",
+                          "-d",
+                          "800ms..1s",
+                          "-t",
+                          "3",
+                          "-m",
+                          "poll",
+                          "--max-connections",
+                          "500",
+                          "--max-body",
+                          "512M",
+                          "--max-delay",
+                          "2m",
+                          "--seed",
+                          "7",
+                          "--grace",
+                          "250ms",
+                          "--log-level",
+                          "debug",
+                          NULL};
     CHECK_INT(load(&cfg, args, NULL, err), 0);
     CHECK_STR(err, "");
     CHECK_INT(cfg.port, 0);

@@ -12,13 +12,28 @@ static void delay_duration_parse_accepts_units_and_bare_ms(void)
         int rc;
         uint64_t us;
     } cases[] = {
-        {"1000", 0, 1000000},      {"1s", 0, 1000000},      {"250ms", 0, 250000},
-        {"1.5s", 0, 1500000},      {"800us", 0, 800},       {"0", 0, 0},
-        {"0.5ms", 0, 500},         {"2m", 0, 120000000},    {"0.001ms", 0, 1},
-        {"24h", 0, DELAY_DURATION_MAX_US}, {"25h", -ERANGE, 0},       {"1sec", -EINVAL, 0},    {"", -EINVAL, 0},
-        {"ms", -EINVAL, 0},        {"-5ms", -EINVAL, 0},    {"1.5us", -EINVAL, 0},
-        {"0.0001ms", -EINVAL, 0},  {"1e3", -EINVAL, 0},     {" 5ms", -EINVAL, 0},
-        {"5ms ", -EINVAL, 0},      {"1441m", -ERANGE, 0},   {"86400001ms", -ERANGE, 0},
+        {"1000", 0, 1000000},
+        {"1s", 0, 1000000},
+        {"250ms", 0, 250000},
+        {"1.5s", 0, 1500000},
+        {"800us", 0, 800},
+        {"0", 0, 0},
+        {"0.5ms", 0, 500},
+        {"2m", 0, 120000000},
+        {"0.001ms", 0, 1},
+        {"24h", 0, DELAY_DURATION_MAX_US},
+        {"25h", -ERANGE, 0},
+        {"1sec", -EINVAL, 0},
+        {"", -EINVAL, 0},
+        {"ms", -EINVAL, 0},
+        {"-5ms", -EINVAL, 0},
+        {"1.5us", -EINVAL, 0},
+        {"0.0001ms", -EINVAL, 0},
+        {"1e3", -EINVAL, 0},
+        {" 5ms", -EINVAL, 0},
+        {"5ms ", -EINVAL, 0},
+        {"1441m", -ERANGE, 0},
+        {"86400001ms", -ERANGE, 0},
         {"99999999999999999999", -ERANGE, 0},
         {"1440m", 0, DELAY_DURATION_MAX_US},
     };
@@ -196,8 +211,8 @@ static void delay_format_ms_trims_fractions(void)
     static const struct {
         uint64_t us;
         const char *want;
-    } cases[] = {{1000000, "1000"}, {800, "0.8"}, {1500, "1.5"}, {1, "0.001"}, {0, "0"},
-                 {250250, "250.25"}};
+    } cases[] = {{1000000, "1000"}, {800, "0.8"}, {1500, "1.5"},
+                 {1, "0.001"},      {0, "0"},     {250250, "250.25"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         delay_format_ms(cases[i].us, buf, sizeof buf);
         CHECK_STR(buf, cases[i].want);

@@ -19,8 +19,9 @@ static void log_level_parse_accepts_the_four_names_only(void)
         int rc;
         enum log_level want;
     } cases[] = {
-        {"error", 0, LOG_LEVEL_ERROR}, {"warn", 0, LOG_LEVEL_WARN},   {"info", 0, LOG_LEVEL_INFO},
-        {"debug", 0, LOG_LEVEL_DEBUG}, {"INFO", -EINVAL, LOG_LEVEL_INFO}, {"", -EINVAL, LOG_LEVEL_INFO},
+        {"error", 0, LOG_LEVEL_ERROR},      {"warn", 0, LOG_LEVEL_WARN},
+        {"info", 0, LOG_LEVEL_INFO},        {"debug", 0, LOG_LEVEL_DEBUG},
+        {"INFO", -EINVAL, LOG_LEVEL_INFO},  {"", -EINVAL, LOG_LEVEL_INFO},
         {"trace", -EINVAL, LOG_LEVEL_INFO},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
