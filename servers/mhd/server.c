@@ -11,11 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exchange.h"
 #include "route.h"
 #include "stats.h"
 #include "timer.h"
-
-#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 /* Per-connection memory pool. MHD's default (32 KiB) costs 32 KiB of RSS for every idle
  * keep-alive connection once it has served a request; 8 KiB still holds request headers of
@@ -27,22 +26,12 @@
 
 static const char rq_json_type[] = "application/json";
 
-enum request_state {
-    REQ_NEW = 0,   /* planned; body (if any) being read */
-    REQ_WAITING,   /* suspended on its delay */
-    REQ_READY,     /* delay over: answer now */
-    REQ_CANCELLED, /* the client went away while waiting, or the server is shutting down */
-};
-
 struct mhd_loop;
 
 struct request {
-    struct timer_node timer; /* while REQ_WAITING, queued in the loop's heap */
+    struct exchange x; /* first member: a popped timer node leads back to the request */
     struct MHD_Connection *conn;
     struct mhd_loop *loop;
-    enum request_state state;
-    unsigned answered; /* status queued, or 0 */
-    struct plan plan;
 };
 
 struct mhd_loop {
@@ -171,25 +160,25 @@ static enum MHD_Result respond(struct request *rq)
 {
     struct MHD_Response *resp = NULL;
     int fresh = 0;
-    if (rq->plan.action == PLAN_STATS) {
+    if (rq->x.plan.action == PLAN_STATS) {
         resp = stats_response(rq->loop->srv);
         if (!resp)
             return MHD_NO;
         fresh = 1;
-    } else if (rq->plan.cacheable && rq->plan.route) {
-        resp = rq->loop->cache[rq->plan.route_id];
+    } else if (rq->x.plan.cacheable && rq->x.plan.route) {
+        resp = rq->loop->cache[rq->x.plan.route_id];
     }
     if (!resp) {
-        resp = build_response(&rq->plan);
+        resp = build_response(&rq->x.plan);
         fresh = 1;
     }
     if (!resp)
         return MHD_NO;
-    enum MHD_Result ret = MHD_queue_response(rq->conn, rq->plan.status, resp);
+    enum MHD_Result ret = MHD_queue_response(rq->conn, rq->x.plan.status, resp);
     if (fresh)
         MHD_destroy_response(resp);
     if (ret == MHD_YES)
-        rq->answered = rq->plan.status;
+        exchange_answer(&rq->x);
     return ret;
 }
 
@@ -203,10 +192,11 @@ static void deadline_after(struct timespec *ts, uint64_t us)
 
 /* thread-per-connection: the connection's own thread waits out the delay. It wakes early only
  * when the server gives up draining (hard stop). */
-static int tpc_sleep(struct mhd_server *srv, uint64_t delay_us)
+static int tpc_sleep(void *arg, uint64_t delay_us)
 {
+    struct mhd_server *srv = arg;
     struct timespec ts;
-    int cut = 0;
+    int cut;
     deadline_after(&ts, delay_us);
     pthread_mutex_lock(&srv->sleep_lock);
     while (!srv->hard_stop) {
@@ -215,7 +205,7 @@ static int tpc_sleep(struct mhd_server *srv, uint64_t delay_us)
     }
     cut = srv->hard_stop;
     pthread_mutex_unlock(&srv->sleep_lock);
-    return cut ? -ECANCELED : 0;
+    return cut;
 }
 
 static enum MHD_Result start_delay(struct request *rq)
@@ -223,34 +213,19 @@ static enum MHD_Result start_delay(struct request *rq)
     struct mhd_loop *loop = rq->loop;
     struct mhd_server *srv = loop->srv;
 
-    stats_wait_begin(loop->shard);
     if (srv->tpc) {
-        int rc = tpc_sleep(srv, rq->plan.delay_us);
-        stats_wait_end(loop->shard);
-        if (rc != 0) {
-            rq->state = REQ_CANCELLED;
-            return MHD_NO;
-        }
-        rq->state = REQ_READY;
-        return respond(rq);
+        exchange_sleep(&rq->x, tpc_sleep, srv);
+        return rq->x.state == EXCHANGE_READY ? respond(rq) : MHD_NO;
     }
-    timer_node_init(&rq->timer);
-    rq->timer.due_us = timer_now_us() + rq->plan.delay_us;
     /* Suspend first: MHD must not resume a connection that is not suspended yet. */
     MHD_suspend_connection(rq->conn);
     loop_lock(loop);
-    if (timer_heap_push(&loop->timers, &rq->timer) != 0) {
-        /* Cannot happen while the heap is sized to the loop's connection limit. */
-        loop_unlock(loop);
-        stats_wait_end(loop->shard);
-        rq->state = REQ_CANCELLED;
-        MHD_resume_connection(rq->conn);
-        return MHD_YES;
-    }
-    rq->state = REQ_WAITING;
-    if (srv->internal && timer_heap_peek(&loop->timers) == &rq->timer)
+    int rc = exchange_wait(&rq->x, &loop->timers, timer_now_us());
+    if (rc == 0 && srv->internal && timer_heap_peek(&loop->timers) == &rq->x.timer)
         pthread_cond_signal(&loop->wake);
     loop_unlock(loop);
+    if (rc != 0)
+        MHD_resume_connection(rq->conn); /* the handler then closes it: x is CANCELLED */
     return MHD_YES;
 }
 
@@ -274,9 +249,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return MHD_NO;
         rq->conn = conn;
         rq->loop = loop;
-        timer_node_init(&rq->timer);
-        route_plan(&loop->srv->routes, method, url, strlen(url), &rq->plan);
-        stats_request_begin(loop->shard, rq->plan.stats_id);
+        exchange_begin(&rq->x, &loop->srv->routes, loop->shard, method, url, strlen(url));
         atomic_fetch_add_explicit(&loop->active, 1, memory_order_relaxed);
         *req_cls = rq;
         return MHD_YES;
@@ -287,16 +260,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0;
         return MHD_YES;
     }
-    switch (rq->state) {
-    case REQ_NEW:
-        if (rq->plan.delay_us)
+    switch (rq->x.state) {
+    case EXCHANGE_NEW:
+        if (rq->x.plan.delay_us)
             return start_delay(rq);
         return respond(rq);
-    case REQ_READY:
+    case EXCHANGE_READY:
         return respond(rq);
-    case REQ_WAITING:
+    case EXCHANGE_WAITING:
         return MHD_YES;
-    case REQ_CANCELLED:
+    case EXCHANGE_CANCELLED:
         return MHD_NO;
     }
     return MHD_NO;
@@ -308,17 +281,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     struct mhd_loop *loop = loop_of(cls);
     struct request *rq = *req_cls;
     (void)conn;
+    (void)toe;
     if (!rq)
         return;
-    if (rq->state == REQ_WAITING) {
-        loop_lock(loop);
-        timer_heap_cancel(&loop->timers, &rq->timer);
-        loop_unlock(loop);
-        stats_wait_end(loop->shard);
-    }
-    if (!rq->answered && (rq->state == REQ_CANCELLED || toe != MHD_REQUEST_TERMINATED_COMPLETED_OK))
-        stats_cancel(loop->shard, rq->plan.stats_id);
-    stats_request_end(loop->shard, rq->plan.stats_id, rq->answered);
+    loop_lock(loop);
+    exchange_end(&rq->x, &loop->timers);
+    loop_unlock(loop);
     atomic_fetch_sub_explicit(&loop->active, 1, memory_order_relaxed);
     free(rq);
     *req_cls = NULL;
@@ -338,18 +306,14 @@ static void fire_due(struct mhd_loop *loop, uint64_t now, int cancel)
             struct timer_node *node = timer_heap_pop_due(&loop->timers, now);
             if (!node)
                 break;
-            batch[n] = container_of(node, struct request, timer);
+            batch[n] = (struct request *)(void *)exchange_of_timer(node);
         }
         loop_unlock(loop);
         for (size_t i = 0; i < n; i++) {
             struct request *rq = batch[i];
             const union MHD_ConnectionInfo *ci =
                 MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-            stats_wait_end(loop->shard);
-            if (cancel || (ci && net_peer_gone(ci->connect_fd)))
-                rq->state = REQ_CANCELLED;
-            else
-                rq->state = REQ_READY;
+            exchange_fire(&rq->x, ci && net_peer_gone(ci->connect_fd), cancel);
             MHD_resume_connection(rq->conn);
         }
     } while (n == sizeof batch / sizeof batch[0]);

@@ -1,0 +1,62 @@
+#include "exchange.h"
+
+#include <errno.h>
+
+void exchange_begin(struct exchange *x, struct route_table *t, struct stats_shard *sh,
+                    const char *method, const char *path, size_t path_len)
+{
+    timer_node_init(&x->timer);
+    x->state = EXCHANGE_NEW;
+    x->answered = 0;
+    x->shard = sh;
+    route_plan(t, method, path, path_len, &x->plan);
+    stats_request_begin(sh, x->plan.stats_id);
+}
+
+int exchange_wait(struct exchange *x, struct timer_heap *h, uint64_t now_us)
+{
+    x->timer.due_us = now_us + x->plan.delay_us;
+    if (timer_heap_push(h, &x->timer) != 0) {
+        x->state = EXCHANGE_CANCELLED;
+        return -ENOSPC;
+    }
+    x->state = EXCHANGE_WAITING;
+    stats_wait_begin(x->shard);
+    return 0;
+}
+
+void exchange_sleep(struct exchange *x, int (*sleep_fn)(void *arg, uint64_t delay_us), void *arg)
+{
+    stats_wait_begin(x->shard);
+    int cut = sleep_fn(arg, x->plan.delay_us);
+    stats_wait_end(x->shard);
+    x->state = cut ? EXCHANGE_CANCELLED : EXCHANGE_READY;
+}
+
+struct exchange *exchange_of_timer(struct timer_node *n)
+{
+    return (struct exchange *)(void *)((char *)n - offsetof(struct exchange, timer));
+}
+
+void exchange_fire(struct exchange *x, int client_gone, int give_up)
+{
+    stats_wait_end(x->shard);
+    x->state = client_gone || give_up ? EXCHANGE_CANCELLED : EXCHANGE_READY;
+}
+
+void exchange_answer(struct exchange *x)
+{
+    x->answered = x->plan.status;
+}
+
+void exchange_end(struct exchange *x, struct timer_heap *h)
+{
+    if (x->state == EXCHANGE_WAITING) {
+        timer_heap_cancel(h, &x->timer);
+        stats_wait_end(x->shard);
+        x->state = EXCHANGE_CANCELLED;
+    }
+    if (!x->answered)
+        stats_cancel(x->shard, x->plan.stats_id);
+    stats_request_end(x->shard, x->plan.stats_id, x->answered);
+}

@@ -1,0 +1,68 @@
+/*
+ * exchange: the life of one request, as both engines live it. An engine embeds a struct
+ * exchange in its per-request record and calls these at the matching moments; the decisions
+ * (what to answer, when it is due, what counts as a cancel, which counters move) are all here.
+ *
+ *   exchange_begin   the request line and headers are in: plan the answer, count the request
+ *   exchange_wait    the body is in and the plan has a delay: queue the timer
+ *   exchange_fire    the engine popped the timer: the answer is due, or the client is gone
+ *   exchange_answer  the engine queued the answer
+ *   exchange_end     the engine is done with the request, answered or not
+ *
+ * An exchange belongs to the loop that began it; calls on it come from that loop's thread (or
+ * with that loop's lock held, where the engine shares the heap with a library thread).
+ */
+#ifndef SLOWSRV_EXCHANGE_H
+#define SLOWSRV_EXCHANGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "route.h"
+#include "stats.h"
+#include "timer.h"
+
+enum exchange_state {
+    EXCHANGE_NEW = 0,   /* planned; the body, if any, is being read */
+    EXCHANGE_WAITING,   /* its timer is queued */
+    EXCHANGE_READY,     /* answer now */
+    EXCHANGE_CANCELLED, /* the client left while waiting, or the server gave up on it */
+};
+
+struct exchange {
+    struct timer_node timer; /* queued while EXCHANGE_WAITING */
+    enum exchange_state state;
+    unsigned answered; /* status of the queued answer, 0 if none */
+    struct stats_shard *shard;
+    struct plan plan;
+};
+
+/* Plans the answer to method/path through t and counts the request on shard sh (which must
+ * outlive the exchange). */
+void exchange_begin(struct exchange *x, struct route_table *t, struct stats_shard *sh,
+                    const char *method, const char *path, size_t path_len);
+
+/* Queues x's timer in heap h to fire plan.delay_us after now_us. Returns 0 (x is WAITING), or
+ * -ENOSPC if the heap is full (x is CANCELLED; the engine closes the connection). */
+int exchange_wait(struct exchange *x, struct timer_heap *h, uint64_t now_us);
+
+/* Returns the exchange whose timer node n is (as popped from the heap). */
+struct exchange *exchange_of_timer(struct timer_node *n);
+
+/* Blocking models: waits out the delay by calling sleep_fn(arg, delay_us) in the caller's thread.
+ * sleep_fn returns 0 when the delay is over, or non-zero if it was cut short (the server gave up
+ * draining); x becomes READY or CANCELLED accordingly. */
+void exchange_sleep(struct exchange *x, int (*sleep_fn)(void *arg, uint64_t delay_us), void *arg);
+
+/* The timer of x was popped: x becomes READY, or CANCELLED if `client_gone` (the engine saw the
+ * connection closed) or `give_up` (the drain time is over). */
+void exchange_fire(struct exchange *x, int client_gone, int give_up);
+
+/* The engine queued the plan's answer. */
+void exchange_answer(struct exchange *x);
+
+/* The request is over. If x still waits, its timer is removed from h. A request that ends
+ * without an answer is counted as a client cancel. */
+void exchange_end(struct exchange *x, struct timer_heap *h);
+
+#endif
