@@ -500,6 +500,11 @@ unsigned mhd_server_port(const struct mhd_server *srv)
     return srv->port;
 }
 
+unsigned mhd_server_threads(const struct mhd_server *srv)
+{
+    return (unsigned)srv->nloops;
+}
+
 static size_t active_total(struct mhd_server *srv)
 {
     size_t n = 0;

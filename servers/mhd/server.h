@@ -26,6 +26,9 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
 /* The port actually bound (useful with --port 0). */
 unsigned mhd_server_port(const struct mhd_server *srv);
 
+/* Event-loop threads serving (1 for thread-per-connection, whose threads come and go). */
+unsigned mhd_server_threads(const struct mhd_server *srv);
+
 /* Stops accepting, lets in-flight requests finish for up to cfg->grace_us, closes every
  * connection and joins the threads. Blocks; call once, from the thread that started the server. */
 void mhd_server_stop(struct mhd_server *srv);

@@ -1,0 +1,80 @@
+#include "app.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static uint64_t random_seed(void)
+{
+    uint64_t seed = 0;
+    if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed)
+        seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    return seed;
+}
+
+int app_main(int argc, char **argv, const struct app_engine *engine)
+{
+    struct config cfg;
+    enum config_action action;
+    char err[CONFIG_ERR_LEN];
+    struct log lg;
+    void *srv;
+    sigset_t sigs;
+    int sig;
+
+    if (config_load(&cfg, engine->engine, argc, argv, environ, random_seed(), &action, err,
+                    sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", engine->program, err);
+        return 2;
+    }
+    switch (action) {
+    case CONFIG_ACTION_HELP:
+        config_usage(stdout, engine->program, engine->engine);
+        return 0;
+    case CONFIG_ACTION_VERSION:
+        printf("%s %s (engine %s, %s)\n", engine->program, SLOWSRV_VERSION, engine->name,
+               engine->library());
+        return 0;
+    case CONFIG_ACTION_CHECK:
+        printf("%s: ok\n", cfg.check_file);
+        return 0;
+    case CONFIG_ACTION_RUN:
+        break;
+    }
+    log_init(&lg, cfg.log_level, stderr);
+
+    /* Every thread inherits this mask; only the main thread takes the signals, in sigwait. */
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int rc = engine->start(&srv, &cfg, &lg, err);
+    if (rc != 0) {
+        fprintf(stderr, "%s: %s%s\n", engine->program, err,
+                rc == -EADDRINUSE ? " (another server has it; pick another --port)" : "");
+        return rc == -EINVAL ? 2 : 1;
+    }
+    char url[300];
+    net_format_url(url, sizeof url, engine->scheme(srv), cfg.bind, engine->port(srv));
+    fprintf(stderr, "%s %s listening on %s (engine=%s model=%s threads=%u)\n", engine->program,
+            SLOWSRV_VERSION, url, engine->name, config_model_name(cfg.model), engine->threads(srv));
+    fflush(stderr);
+
+    while (sigwait(&sigs, &sig) != 0)
+        ;
+    LOG(&lg, LOG_LEVEL_INFO, "%s: draining for up to %llu ms", strsignal(sig),
+        (unsigned long long)(cfg.grace_us / 1000));
+    engine->stop(srv);
+    engine->free(srv);
+    LOG(&lg, LOG_LEVEL_INFO, "stopped");
+    return 0;
+}

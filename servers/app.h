@@ -1,0 +1,33 @@
+/*
+ * app: the program around an engine, shared by both binaries: load and validate the
+ * configuration, answer --help/--version/--check-config, start the engine, print the startup
+ * line, wait for SIGTERM/SIGINT and drain. Exit codes: 0 clean stop, 1 cannot listen,
+ * 2 bad option, value or config.
+ */
+#ifndef SLOWSRV_APP_H
+#define SLOWSRV_APP_H
+
+#include "config.h"
+#include "log.h"
+#include "net.h"
+
+/* What an engine offers the app. Every call is made from the main thread. */
+struct app_engine {
+    const char *program;          /* "slowsrv" */
+    const char *name;             /* "mhd", shown as engine=<name> */
+    enum config_engine engine;    /* which options it accepts */
+    const char *(*library)(void); /* "libmicrohttpd 0.9.75" */
+    /* Listens and starts serving; on failure fills err (NET_ERR_LEN) and returns a negative
+     * errno (-EADDRINUSE for a port in use, -EINVAL for a bad setting such as a TLS file). */
+    int (*start)(void **srv, const struct config *cfg, const struct log *lg, char *err);
+    unsigned (*port)(const void *srv);
+    const char *(*scheme)(const void *srv); /* "http" or "https" */
+    unsigned (*threads)(const void *srv);   /* threads shown on the startup line */
+    void (*stop)(void *srv);                /* drain within cfg->grace_us and join */
+    void (*free)(void *srv);
+};
+
+/* Runs the program; returns its exit status. */
+int app_main(int argc, char **argv, const struct app_engine *engine);
+
+#endif
