@@ -23,6 +23,9 @@ const struct config config_defaults = {
     .seed_set = 0,
     .grace_us = 5ULL * 1000000,
     .log_level = LOG_LEVEL_INFO,
+    .tls_cert = "",
+    .tls_key = "",
+    .spool_dir = "/tmp",
     .check_file = "",
 };
 
@@ -36,6 +39,7 @@ enum opt_type {
     OPT_SEED,
     OPT_MODEL,
     OPT_LOG_LEVEL,
+    OPT_PATH, /* char[CONFIG_PATH_LEN] */
 };
 
 /* Actions that exist only on the command line. */
@@ -79,6 +83,11 @@ static const struct opt_def opt_defs[] = {
      "on SIGTERM, how long in-flight requests may finish (5s)"},
     {"log-level", 0, OPT_LOG_LEVEL, OFF(log_level), 0, 0, "LEVEL",
      "error, warn, info or debug (info)"},
+    {"tls-cert", 0, OPT_PATH, OFF(tls_cert), 0, 0, "FILE",
+     "serve HTTPS with this PEM certificate chain (with --tls-key)"},
+    {"tls-key", 0, OPT_PATH, OFF(tls_key), 0, 0, "FILE", "PEM private key of --tls-cert"},
+    {"spool-dir", 0, OPT_PATH, OFF(spool_dir), 0, 0, "DIR",
+     "slowsrv-h2o: where libh2o spools request bodies over 32 MiB (/tmp)"},
 };
 
 #define NOPTS (sizeof opt_defs / sizeof opt_defs[0])
@@ -212,6 +221,13 @@ static int set_value(struct config *cfg, const struct opt_def *d, const char *va
         snprintf(why, whylen, "unknown model '%s' (epoll, poll, select, thread-per-connection)",
                  val);
         return -EINVAL;
+    case OPT_PATH:
+        if (strlen(val) >= CONFIG_PATH_LEN) {
+            snprintf(why, whylen, "path is longer than %d bytes", CONFIG_PATH_LEN - 1);
+            return -EINVAL;
+        }
+        memcpy(field, val, strlen(val) + 1);
+        return 0;
     case OPT_LOG_LEVEL:
         if (log_level_parse(val, &cfg->log_level) != 0) {
             snprintf(why, whylen, "unknown level '%s' (error, warn, info, debug)", val);
@@ -231,14 +247,15 @@ static const struct opt_def *find_def(const char *name)
     return NULL;
 }
 
-static int read_file(const char *path, char **out, size_t *len, char *err, size_t errlen)
+int config_read_file(const char *path, size_t max, char **out, size_t *len, char *err,
+                     size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(err, errlen, "%s: cannot read config file: %s", path, strerror(errno));
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
         return -EINVAL;
     }
-    char *buf = malloc(CONFIG_FILE_MAX + 1);
+    char *buf = malloc(max + 1);
     if (!buf) {
         fclose(f);
         snprintf(err, errlen, "%s: out of memory", path);
@@ -280,7 +297,7 @@ static int load_file(struct config *cfg, const char *path, unsigned char *set, c
 {
     char *text;
     size_t len;
-    int rc = read_file(path, &text, &len, err, errlen);
+    int rc = config_read_file(path, CONFIG_FILE_MAX, &text, &len, err, errlen);
     if (rc)
         return rc;
     cJSON *root = cJSON_ParseWithLength(text, len);
@@ -423,6 +440,15 @@ static int validate(struct config *cfg, enum config_engine engine, const unsigne
         delay_format_ms(cfg->max_delay_us, b, sizeof b);
         snprintf(err, errlen, "delay: up to %s ms is over --max-delay %s ms; raise --max-delay", a,
                  b);
+        return -EINVAL;
+    }
+    if ((cfg->tls_cert[0] != '\0') != (cfg->tls_key[0] != '\0')) {
+        snprintf(err, errlen, "%s: needs %s too", cfg->tls_cert[0] ? "tls-cert" : "tls-key",
+                 cfg->tls_cert[0] ? "--tls-key" : "--tls-cert");
+        return -EINVAL;
+    }
+    if (cfg->spool_dir[0] == '\0') {
+        snprintf(err, errlen, "spool-dir: must not be empty");
         return -EINVAL;
     }
     if (cfg->threads == 0) {

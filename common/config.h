@@ -19,6 +19,7 @@
 
 #define CONFIG_ERR_LEN 512
 #define CONFIG_HOST_LEN 256
+#define CONFIG_PATH_LEN 4096
 
 /* Largest config file read, in bytes. */
 #define CONFIG_FILE_MAX (1024 * 1024)
@@ -56,7 +57,10 @@ struct config {
     int seed_set;          /* 1 if --seed was given; else `seed` is random per start */
     uint64_t grace_us;     /* drain time on SIGTERM */
     enum log_level log_level;
-    char check_file[4096]; /* the file named by --check-config, for messages */
+    char tls_cert[CONFIG_PATH_LEN];   /* PEM certificate chain; "" for cleartext */
+    char tls_key[CONFIG_PATH_LEN];    /* PEM private key; set exactly when tls_cert is */
+    char spool_dir[CONFIG_PATH_LEN];  /* slowsrv-h2o: where libh2o spools large bodies */
+    char check_file[CONFIG_PATH_LEN]; /* the file named by --check-config, for messages */
 };
 
 /* Built-in defaults, before any source is applied. */
@@ -71,6 +75,12 @@ extern const struct config config_defaults;
 int config_load(struct config *cfg, enum config_engine engine, int argc, char **argv,
                 char *const *envp, uint64_t random_seed, enum config_action *action, char *err,
                 size_t errlen);
+
+/* Reads the whole file at path (at most `max` bytes) into a malloc'd NUL-terminated buffer *out
+ * that the caller frees, its length into *len. Returns 0, or -EINVAL with "<path>: <why>" in
+ * err (errlen bytes). */
+int config_read_file(const char *path, size_t max, char **out, size_t *len, char *err,
+                     size_t errlen);
 
 /* Writes the --help text for `program` on `engine` to `out`. */
 void config_usage(FILE *out, const char *program, enum config_engine engine);

@@ -1,6 +1,7 @@
 #include "exchange.h"
 
 #include <errno.h>
+#include <stdlib.h>
 
 void exchange_begin(struct exchange *x, struct route_table *t, struct stats_shard *sh,
                     const char *method, const char *path, size_t path_len)
@@ -9,8 +10,48 @@ void exchange_begin(struct exchange *x, struct route_table *t, struct stats_shar
     x->state = EXCHANGE_NEW;
     x->answered = 0;
     x->shard = sh;
+    x->upload = NULL;
     route_plan(t, method, path, path_len, &x->plan);
     stats_request_begin(sh, x->plan.stats_id);
+}
+
+/* Makes the upload's answer the plan's, so the engine answers it like any other. */
+static void take_answer(struct exchange *x)
+{
+    struct upload_answer ans;
+    upload_finish(x->upload, &ans);
+    x->plan.status = (unsigned)ans.status;
+    x->plan.content_type = ans.content_type;
+    x->plan.body = ans.body;
+    x->plan.body_len = ans.body_len;
+    x->plan.cacheable = 0;
+}
+
+int exchange_upload_begin(struct exchange *x, const char *content_type, int64_t content_length,
+                          uint64_t max_body)
+{
+    /* About 9 KiB, so it is only taken by uploads, not by every request. */
+    x->upload = malloc(sizeof *x->upload);
+    if (!x->upload)
+        return -ENOMEM;
+    if (upload_init(x->upload, content_type, content_length, max_body) == 0)
+        return 0;
+    take_answer(x);
+    return 1;
+}
+
+int exchange_upload_feed(struct exchange *x, const void *buf, size_t len)
+{
+    stats_bytes_in(x->shard, len);
+    if (upload_feed(x->upload, buf, len) == 0)
+        return 0;
+    take_answer(x);
+    return 1;
+}
+
+void exchange_upload_finish(struct exchange *x)
+{
+    take_answer(x);
 }
 
 int exchange_wait(struct exchange *x, struct timer_heap *h, uint64_t now_us)
@@ -59,4 +100,6 @@ void exchange_end(struct exchange *x, struct timer_heap *h)
     if (!x->answered)
         stats_cancel(x->shard, x->plan.stats_id);
     stats_request_end(x->shard, x->plan.stats_id, x->answered);
+    free(x->upload);
+    x->upload = NULL;
 }

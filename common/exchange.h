@@ -21,6 +21,7 @@
 #include "route.h"
 #include "stats.h"
 #include "timer.h"
+#include "upload.h"
 
 enum exchange_state {
     EXCHANGE_NEW = 0,   /* planned; the body, if any, is being read */
@@ -34,6 +35,7 @@ struct exchange {
     enum exchange_state state;
     unsigned answered; /* status of the queued answer, 0 if none */
     struct stats_shard *shard;
+    struct upload *upload; /* PLAN_UPLOAD only, between upload_begin and exchange_end */
     struct plan plan;
 };
 
@@ -49,6 +51,21 @@ int exchange_wait(struct exchange *x, struct timer_heap *h, uint64_t now_us);
 /* Returns the exchange whose timer node n is (as popped from the heap). */
 struct exchange *exchange_of_timer(struct timer_node *n);
 
+/* POST /write: starts counting the body. content_type is the request's header value or NULL,
+ * content_length the announced size or -1. Returns 1 if the answer is already decided (415,
+ * 400, or 413 from Content-Length; x's plan now holds it and the engine may answer at once and
+ * drop the body), 0 to go on feeding, or -ENOMEM. */
+int exchange_upload_begin(struct exchange *x, const char *content_type, int64_t content_length,
+                          uint64_t max_body);
+
+/* Feeds len body bytes (counted as received). Returns 1 once the answer is decided (an error:
+ * x's plan holds it), else 0. Bytes fed after that are only counted. */
+int exchange_upload_feed(struct exchange *x, const void *buf, size_t len);
+
+/* The body is complete: x's plan now holds the answer (200 and the byte count of the data part,
+ * or the error). */
+void exchange_upload_finish(struct exchange *x);
+
 /* Blocking models: waits out the delay by calling sleep_fn(arg, delay_us) in the caller's thread.
  * sleep_fn returns 0 when the delay is over, or non-zero if it was cut short (the server gave up
  * draining); x becomes READY or CANCELLED accordingly. */
@@ -62,7 +79,7 @@ void exchange_fire(struct exchange *x, int client_gone, int give_up);
 void exchange_answer(struct exchange *x);
 
 /* The request is over. If x still waits, its timer is removed from h. A request that ends
- * without an answer is counted as a client cancel. */
+ * without an answer is counted as a client cancel. Frees what x allocated. */
 void exchange_end(struct exchange *x, struct timer_heap *h);
 
 #endif

@@ -149,3 +149,39 @@ void route_plan(struct route_table *t, const char *method, const char *path, siz
     out->timing = out->timing_buf;
     out->cacheable = 0;
 }
+
+const char *route_reason(unsigned status)
+{
+    static const struct {
+        unsigned status;
+        const char *reason;
+    } reasons[] = {
+        {100, "Continue"},
+        {200, "OK"},
+        {201, "Created"},
+        {202, "Accepted"},
+        {204, "No Content"},
+        {301, "Moved Permanently"},
+        {302, "Found"},
+        {304, "Not Modified"},
+        {400, "Bad Request"},
+        {401, "Unauthorized"},
+        {403, "Forbidden"},
+        {404, "Not Found"},
+        {405, "Method Not Allowed"},
+        {408, "Request Timeout"},
+        {413, "Content Too Large"},
+        {414, "URI Too Long"},
+        {415, "Unsupported Media Type"},
+        {429, "Too Many Requests"},
+        {431, "Request Header Fields Too Large"},
+        {500, "Internal Server Error"},
+        {502, "Bad Gateway"},
+        {503, "Service Unavailable"},
+        {504, "Gateway Timeout"},
+    };
+    for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
+        if (reasons[i].status == status)
+            return reasons[i].reason;
+    return "Unknown";
+}

@@ -92,6 +92,9 @@ char *route_stats_json(const struct route_table *t, const struct stats *st, uint
 void route_plan(struct route_table *t, const char *method, const char *path, size_t path_len,
                 struct plan *out);
 
+/* Returns the standard reason phrase of an HTTP status ("Not Found"), "Unknown" if none. */
+const char *route_reason(unsigned status);
+
 /* Writes the JSON error body {"error": "<msg>", "status": N} into buf. Returns its length. */
 size_t route_error_json(char *buf, size_t len, unsigned status, const char *msg);
 

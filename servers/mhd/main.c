@@ -24,8 +24,7 @@ static unsigned port(const void *srv)
 
 static const char *scheme(const void *srv)
 {
-    (void)srv;
-    return "http";
+    return mhd_server_tls(srv) ? "https" : "http";
 }
 
 static unsigned threads(const void *srv)

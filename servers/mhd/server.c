@@ -67,6 +67,8 @@ struct mhd_server {
     pthread_mutex_t sleep_lock;
     pthread_cond_t sleep_cond;
     int hard_stop;
+    char *tls_cert; /* PEM text, when serving HTTPS */
+    char *tls_key;
 };
 
 __attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -229,6 +231,26 @@ static enum MHD_Result start_delay(struct request *rq)
     return MHD_YES;
 }
 
+static enum MHD_Result begin_upload(struct request *rq)
+{
+    const char *ctype =
+        MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    const char *clen =
+        MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    int64_t length = -1;
+    if (clen) {
+        char *end;
+        unsigned long long v = strtoull(clen, &end, 10);
+        if (end != clen && *end == '\0' && v <= INT64_MAX)
+            length = (int64_t)v;
+    }
+    int rc = exchange_upload_begin(&rq->x, ctype, length, rq->loop->srv->cfg->max_body);
+    if (rc < 0)
+        return MHD_NO;
+    /* 415, 400 or 413 known from the headers alone: answer before the body is read. */
+    return rc == 1 ? respond(rq) : MHD_YES;
+}
+
 static struct mhd_loop *loop_of(void *cls)
 {
     return cls;
@@ -241,7 +263,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     struct mhd_loop *loop = loop_of(cls);
     struct request *rq = *req_cls;
     (void)version;
-    (void)upload_data;
 
     if (!rq) {
         rq = calloc(1, sizeof *rq);
@@ -252,13 +273,29 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         exchange_begin(&rq->x, &loop->srv->routes, loop->shard, method, url, strlen(url));
         atomic_fetch_add_explicit(&loop->active, 1, memory_order_relaxed);
         *req_cls = rq;
+        if (rq->x.plan.action == PLAN_UPLOAD)
+            return begin_upload(rq);
         return MHD_YES;
     }
     if (*upload_data_size) {
-        /* The body is read and discarded: no route needs it yet. */
-        stats_bytes_in(loop->shard, *upload_data_size);
+        size_t n = *upload_data_size;
         *upload_data_size = 0;
+        if (rq->x.plan.action != PLAN_UPLOAD) {
+            /* Read and discarded: no other route needs a body. */
+            stats_bytes_in(loop->shard, n);
+            return MHD_YES;
+        }
+        /* An error decided mid-body is answered at once; MHD then closes the connection
+         * instead of reading the rest. */
+        if (exchange_upload_feed(&rq->x, upload_data, n) == 1 && !rq->x.answered)
+            return respond(rq);
         return MHD_YES;
+    }
+    if (rq->x.plan.action == PLAN_UPLOAD) {
+        if (rq->x.answered)
+            return MHD_YES;
+        exchange_upload_finish(&rq->x);
+        return respond(rq);
     }
     switch (rq->x.state) {
     case EXCHANGE_NEW:
@@ -383,18 +420,28 @@ static unsigned daemon_flags(const struct config *cfg)
 static int start_daemon(struct mhd_loop *loop, unsigned conn_limit, char *err)
 {
     struct mhd_server *srv = loop->srv;
-    struct MHD_OptionItem opts[] = {
-        {MHD_OPTION_LISTEN_SOCKET, loop->listen_fd, NULL},
-        {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)conn_limit, NULL},
-        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)CONN_MEMORY_LIMIT, NULL},
-        {MHD_OPTION_CONNECTION_TIMEOUT, 0, NULL},
-        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, loop},
-        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, (void *)(uintptr_t)srv->log},
-        {srv->tpc ? MHD_OPTION_THREAD_STACK_SIZE : MHD_OPTION_END, 256 * 1024, NULL},
-        {MHD_OPTION_END, 0, NULL},
-    };
-    loop->daemon = MHD_start_daemon(daemon_flags(srv->cfg), 0, NULL, NULL, on_request, loop,
-                                    MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    unsigned flags = daemon_flags(srv->cfg);
+    struct MHD_OptionItem opts[16];
+    size_t n = 0;
+
+#define OPT(o, v, p) (opts[n++] = (struct MHD_OptionItem){(o), (intptr_t)(v), (p)})
+    OPT(MHD_OPTION_LISTEN_SOCKET, loop->listen_fd, NULL);
+    OPT(MHD_OPTION_CONNECTION_LIMIT, conn_limit, NULL);
+    OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONN_MEMORY_LIMIT, NULL);
+    OPT(MHD_OPTION_CONNECTION_TIMEOUT, 0, NULL);
+    OPT(MHD_OPTION_NOTIFY_COMPLETED, on_completed, loop);
+    OPT(MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, (void *)(uintptr_t)srv->log);
+    if (srv->tpc)
+        OPT(MHD_OPTION_THREAD_STACK_SIZE, 256 * 1024, NULL);
+    if (srv->tls_cert) {
+        flags |= MHD_USE_TLS;
+        OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, srv->tls_cert);
+        OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key);
+    }
+    OPT(MHD_OPTION_END, 0, NULL);
+#undef OPT
+    loop->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, loop, MHD_OPTION_ARRAY, opts,
+                                    MHD_OPTION_END);
     if (!loop->daemon) {
         snprintf(err, NET_ERR_LEN,
                  "libmicrohttpd: cannot start the %s daemon (run with "
@@ -449,6 +496,18 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
         return -ENOMEM;
     }
 
+    if (cfg->tls_cert[0]) {
+        size_t len;
+        char why[CONFIG_ERR_LEN];
+        rc = config_read_file(cfg->tls_cert, 1 << 20, &srv->tls_cert, &len, why, sizeof why);
+        if (rc == 0)
+            rc = config_read_file(cfg->tls_key, 1 << 20, &srv->tls_key, &len, why, sizeof why);
+        if (rc != 0) {
+            snprintf(err, NET_ERR_LEN, "%s: %.200s", srv->tls_cert ? "tls-key" : "tls-cert", why);
+            mhd_server_free(srv);
+            return -EINVAL;
+        }
+    }
     rc = net_listen(err, cfg->bind, cfg->port, srv->nloops, LISTEN_BACKLOG, fds, &srv->port);
     if (rc != 0) {
         mhd_server_free(srv);
@@ -498,6 +557,11 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
 unsigned mhd_server_port(const struct mhd_server *srv)
 {
     return srv->port;
+}
+
+int mhd_server_tls(const struct mhd_server *srv)
+{
+    return srv->tls_cert != NULL;
 }
 
 unsigned mhd_server_threads(const struct mhd_server *srv)
@@ -565,6 +629,8 @@ void mhd_server_free(struct mhd_server *srv)
         }
     }
     free(srv->loops);
+    free(srv->tls_cert);
+    free(srv->tls_key);
     stats_free(srv->stats);
     pthread_cond_destroy(&srv->sleep_cond);
     pthread_mutex_destroy(&srv->sleep_lock);

@@ -207,13 +207,20 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
     return n;
 }
 
-static CURL *easy_for(unsigned port, const char *method, const char *path, struct reply *r)
+static CURL *easy_for(const struct target *t, const char *method, const char *path, struct reply *r)
 {
     char url[512];
     CURL *c = curl_easy_init();
     memset(r, 0, sizeof *r);
-    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, path);
+    snprintf(url, sizeof url, "%s://127.0.0.1:%u%s", t->tls ? "https" : "http", t->port, path);
     curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTP_VERSION,
+                     t->http_version ? t->http_version : (long)CURL_HTTP_VERSION_1_1);
+    if (t->tls) {
+        /* The tests' certificate is a throw-away self-signed one. */
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     if (strcmp(method, "HEAD") == 0)
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
@@ -229,8 +236,15 @@ static CURL *easy_for(unsigned port, const char *method, const char *path, struc
 int http_request(unsigned port, const char *method, const char *path, const char *body,
                  const char *const *headers, struct reply *r)
 {
+    struct target t = {port, 0, 0};
+    return http_request_to(&t, method, path, body, headers, r, NULL);
+}
+
+int http_request_to(const struct target *t, const char *method, const char *path, const char *body,
+                    const char *const *headers, struct reply *r, long *version_out)
+{
     struct curl_slist *hl = NULL;
-    CURL *c = easy_for(port, method, path, r);
+    CURL *c = easy_for(t, method, path, r);
     if (body) {
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
@@ -242,6 +256,8 @@ int http_request(unsigned port, const char *method, const char *path, const char
     r->curl_code = (int)curl_easy_perform(c);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
     curl_easy_getinfo(c, CURLINFO_TOTAL_TIME, &r->seconds);
+    if (version_out)
+        curl_easy_getinfo(c, CURLINFO_HTTP_VERSION, version_out);
     curl_slist_free_all(hl);
     curl_easy_cleanup(c);
     return r->curl_code;
@@ -273,17 +289,32 @@ const char *reply_header(const struct reply *r, const char *name, char *buf, siz
 double http_concurrent(unsigned port, const char *path, size_t n, long *status, double *seconds,
                        int *body_ok, const char *want_body)
 {
+    struct target t = {port, 0, 0};
+    return http_concurrent_to(&t, path, n, n, status, seconds, body_ok, want_body);
+}
+
+double http_concurrent_to(const struct target *t, const char *path, size_t n, size_t max_conns,
+                          long *status, double *seconds, int *body_ok, const char *want_body)
+{
     CURLM *m = curl_multi_init();
+    int multiplex = t->http_version >= (long)CURL_HTTP_VERSION_2_0;
     CURL **easies = calloc(n, sizeof *easies);
     struct reply *replies = calloc(n, sizeof *replies);
     int running = 0;
     double start = now_seconds();
 
-    curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)n);
+    curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)max_conns);
+    curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, (long)max_conns);
+    curl_multi_setopt(m, CURLMOPT_PIPELINING, multiplex ? CURLPIPE_MULTIPLEX : CURLPIPE_NOTHING);
+    if (multiplex)
+        curl_multi_setopt(m, CURLMOPT_MAX_CONCURRENT_STREAMS,
+                          (long)((n + max_conns - 1) / max_conns));
     for (size_t i = 0; i < n; i++) {
-        easies[i] = easy_for(port, "GET", path, &replies[i]);
-        /* Each request gets a connection of its own, opened at once. */
-        curl_easy_setopt(easies[i], CURLOPT_FRESH_CONNECT, 1L);
+        easies[i] = easy_for(t, "GET", path, &replies[i]);
+        if (multiplex)
+            curl_easy_setopt(easies[i], CURLOPT_PIPEWAIT, 1L);
+        else if (max_conns >= n) /* a connection of its own each, opened at once */
+            curl_easy_setopt(easies[i], CURLOPT_FRESH_CONNECT, 1L);
         curl_easy_setopt(easies[i], CURLOPT_PRIVATE, (void *)&replies[i]);
         curl_multi_add_handle(m, easies[i]);
     }

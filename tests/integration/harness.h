@@ -40,6 +40,25 @@ struct reply {
     double seconds; /* total time */
 };
 
+/* Where and how a client talks: cleartext or TLS, and which HTTP version libcurl asks for
+ * (CURL_HTTP_VERSION_1_1, CURL_HTTP_VERSION_2_0 for Upgrade: h2c or ALPN,
+ * CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE). */
+struct target {
+    unsigned port;
+    int tls;
+    long http_version;
+};
+
+/* One request as http_request, to target t; *version_out gets the HTTP version used
+ * (CURL_HTTP_VERSION_1_1 or CURL_HTTP_VERSION_2_0) if not NULL. */
+int http_request_to(const struct target *t, const char *method, const char *path, const char *body,
+                    const char *const *headers, struct reply *r, long *version_out);
+
+/* n concurrent GETs of path to target t over at most max_conns connections (HTTP/2 streams are
+ * multiplexed on them). Otherwise as http_concurrent. */
+double http_concurrent_to(const struct target *t, const char *path, size_t n, size_t max_conns,
+                          long *status, double *seconds, int *body_ok, const char *want_body);
+
 /* One request: method ("GET", "POST", ...) to http://127.0.0.1:port<path>, with an optional
  * body (NULL for none) and optional extra header lines (NULL-terminated, may be NULL). */
 int http_request(unsigned port, const char *method, const char *path, const char *body,

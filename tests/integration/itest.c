@@ -181,7 +181,9 @@ static void bad_flags_exit_2(void)
         {{"stray"}, {NULL}, "unexpected argument 'stray'"},
         {{NULL}, {"SLOWSRV_DELAY=abc", NULL}, "SLOWSRV_DELAY: bad duration 'abc'"},
         {{NULL}, {"SLOWSRV_PORT=tcp://10.0.0.1:80", NULL}, "SLOWSRV_PORT: 'tcp://"},
-        {{"--config", "/nonexistent/cfg.json"}, {NULL}, "cannot read config file"},
+        {{"--config", "/nonexistent/cfg.json"},
+         {NULL},
+         "/nonexistent/cfg.json: cannot read: No such file"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         expect_refused(&cases[i], 2);

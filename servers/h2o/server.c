@@ -1,0 +1,512 @@
+#include "server.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <h2o.h>
+#include <h2o/http2.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "exchange.h"
+#include "route.h"
+#include "stats.h"
+#include "timer.h"
+#include "upload.h"
+
+#define LISTEN_BACKLOG 4096
+/* Longest wait of a loop while draining, so the grace deadline is noticed. */
+#define DRAIN_TICK_MS 50
+/* libh2o's own limit on reading a whole request, body included (its default is 10 s). */
+#define REQUEST_READ_TIMEOUT_MS (120 * 1000)
+
+struct h2o_loop;
+
+struct h2o_request {
+    struct exchange x; /* first member: a popped timer node leads back to the request */
+    h2o_req_t *req;
+    struct h2o_loop *loop;
+};
+
+struct h2o_loop {
+    struct h2o_server *srv;
+    size_t index;
+    pthread_t thread;
+    int thread_started;
+    h2o_evloop_t *evloop;
+    h2o_context_t ctx;
+    h2o_accept_ctx_t accept_ctx;
+    int listen_fd;
+    h2o_socket_t *listener;
+    int timer_fd;
+    h2o_socket_t *timer_sock;
+    uint64_t armed_us; /* deadline the timerfd is armed for, 0 if disarmed */
+    int wake_fd;
+    h2o_socket_t *wake_sock;
+    struct timer_heap timers;
+    struct stats_shard *shard;
+    size_t active; /* requests begun and not disposed; loop thread only */
+    int draining;
+    uint64_t drain_until;
+};
+
+struct h2o_server {
+    const struct config *cfg;
+    const struct log *log;
+    struct route_table routes;
+    struct stats *stats;
+    uint64_t started_us;
+    unsigned port;
+    size_t nloops;
+    struct h2o_loop *loops;
+    h2o_globalconf_t globalconf;
+    SSL_CTX *ssl_ctx;
+};
+
+static void arm_timer(struct h2o_loop *loop)
+{
+    struct timer_node *top = timer_heap_peek(&loop->timers);
+    uint64_t due = top ? top->due_us : 0;
+    if (due == loop->armed_us)
+        return;
+    /* An earlier deadline than the armed one must re-arm; a later one can wait for the next
+     * expiry, which re-arms from the heap anyway. */
+    if (due && loop->armed_us && loop->armed_us < due)
+        return;
+    struct itimerspec its;
+    memset(&its, 0, sizeof its);
+    if (due) {
+        its.it_value.tv_sec = (time_t)(due / 1000000);
+        its.it_value.tv_nsec = (long)(due % 1000000) * 1000;
+    }
+    timerfd_settime(loop->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+    loop->armed_us = due;
+}
+
+/* `name` in its canonical case ("Content-Type"): HTTP/1 sends it as given, HTTP/2 lowercased. */
+static void add_header(h2o_req_t *req, const char *name, const char *value)
+{
+    char *lower = h2o_mem_alloc_pool(&req->pool, strlen(name) + 1);
+    for (size_t i = 0; i <= strlen(name); i++)
+        lower[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] - 'A' + 'a' : name[i]);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, lower, strlen(lower), 1, name, value,
+                          strlen(value));
+}
+
+static void send_answer(struct h2o_request *r, unsigned status, const char *content_type,
+                        const char *body, size_t len)
+{
+    h2o_req_t *req = r->req;
+    const struct plan *p = &r->x.plan;
+    req->res.status = (int)status;
+    req->res.reason = route_reason(status);
+    req->res.content_length = len;
+    add_header(req, "Content-Type", content_type);
+    if (p->timing)
+        add_header(req, "Server-Timing", p->timing);
+    if (p->allow)
+        add_header(req, "Allow", p->allow);
+    exchange_answer(&r->x);
+    h2o_send_inline(req, body, len);
+}
+
+static void respond(struct h2o_request *r)
+{
+    const struct plan *p = &r->x.plan;
+    if (p->action == PLAN_STATS) {
+        char *json =
+            route_stats_json(&r->loop->srv->routes, r->loop->srv->stats, r->loop->srv->started_us);
+        if (json) {
+            send_answer(r, 200, p->content_type, json, strlen(json));
+            free(json);
+            return;
+        }
+        h2o_send_error_503(r->req, "Service Unavailable", "out of memory", 0);
+        return;
+    }
+    send_answer(r, p->status, p->content_type, p->body, p->body_len);
+}
+
+/* POST /write: libh2o has already read the whole body into req->entity. */
+static void respond_upload(struct h2o_request *r)
+{
+    h2o_req_t *req = r->req;
+    char ctype[1024] = "";
+    ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_TYPE, -1);
+    if (i >= 0) {
+        h2o_iovec_t v = req->headers.entries[i].value;
+        size_t n = v.len < sizeof ctype - 1 ? v.len : sizeof ctype - 1;
+        memcpy(ctype, v.base, n);
+        ctype[n] = '\0';
+    }
+    /* libh2o already refused a body over max_request_entity_size (--max-body) with its own 413
+     * and keeps no Content-Length apart from the body it read. */
+    int rc = exchange_upload_begin(&r->x, i >= 0 ? ctype : NULL, -1, r->loop->srv->cfg->max_body);
+    if (rc < 0) {
+        h2o_send_error_503(req, "Service Unavailable", "out of memory", 0);
+        return;
+    }
+    if (rc == 0 && exchange_upload_feed(&r->x, req->entity.base, req->entity.len) == 0)
+        exchange_upload_finish(&r->x);
+    respond(r);
+}
+
+static void on_dispose(void *p)
+{
+    struct h2o_request *r = p;
+    exchange_end(&r->x, &r->loop->timers);
+    r->loop->active--;
+}
+
+static int client_gone(h2o_req_t *req)
+{
+    /* HTTP/1 does not watch a connection while its request waits; look at the socket. HTTP/2
+     * disposes a reset or closed stream itself, so a live request there is wanted. */
+    h2o_socket_t *sock =
+        req->conn->callbacks->get_socket ? req->conn->callbacks->get_socket(req->conn) : NULL;
+    return sock && req->version < 0x200 && net_peer_gone(h2o_socket_get_fd(sock));
+}
+
+static void on_timer(h2o_socket_t *sock, const char *err)
+{
+    struct h2o_loop *loop = sock->data;
+    uint64_t expirations;
+    struct timer_node *node;
+    (void)err;
+    if (read(loop->timer_fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
+        LOG(loop->srv->log, LOG_LEVEL_WARN, "timerfd read: %s", strerror(errno));
+    loop->armed_us = 0;
+    uint64_t now = timer_now_us();
+    while ((node = timer_heap_pop_due(&loop->timers, now)) != NULL) {
+        struct h2o_request *r = (struct h2o_request *)(void *)exchange_of_timer(node);
+        exchange_fire(&r->x, client_gone(r->req), 0);
+        if (r->x.state == EXCHANGE_READY)
+            respond(r);
+        else
+            h2o_send_error_503(r->req, "Service Unavailable", "client gone", 0);
+    }
+    arm_timer(loop);
+}
+
+static int on_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    struct h2o_loop *loop =
+        (struct h2o_loop *)(void *)((char *)req->conn->ctx - offsetof(struct h2o_loop, ctx));
+    char method[32];
+    size_t mlen = req->method.len < sizeof method - 1 ? req->method.len : sizeof method - 1;
+    (void)self;
+
+    memcpy(method, req->method.base, mlen);
+    method[mlen] = '\0';
+    struct h2o_request *r = h2o_mem_alloc_shared(&req->pool, sizeof *r, on_dispose);
+    r->req = req;
+    r->loop = loop;
+    exchange_begin(&r->x, &loop->srv->routes, loop->shard, method, req->path.base, req->path.len);
+    loop->active++;
+    if (r->x.plan.action == PLAN_UPLOAD) {
+        respond_upload(r);
+        return 0;
+    }
+    if (req->entity.base)
+        stats_bytes_in(loop->shard, req->entity.len);
+    if (!r->x.plan.delay_us) {
+        respond(r);
+        return 0;
+    }
+    if (exchange_wait(&r->x, &loop->timers, timer_now_us()) != 0) {
+        h2o_send_error_503(req, "Service Unavailable", "too many waiting requests", 0);
+        return 0;
+    }
+    arm_timer(loop);
+    return 0;
+}
+
+static void on_accept(h2o_socket_t *listener, const char *err)
+{
+    struct h2o_loop *loop = listener->data;
+    h2o_socket_t *sock;
+    if (err)
+        return;
+    /* Take what the backlog holds, a bounded batch per wake-up so one loop cannot starve. */
+    for (int i = 0; i < 64 && (sock = h2o_evloop_socket_accept(listener)) != NULL; i++)
+        h2o_accept(&loop->accept_ctx, sock);
+}
+
+static void begin_drain(struct h2o_loop *loop)
+{
+    if (loop->draining)
+        return;
+    loop->draining = 1;
+    loop->drain_until = timer_now_us() + loop->srv->cfg->grace_us;
+    if (loop->listener) {
+        h2o_socket_read_stop(loop->listener);
+        h2o_socket_close(loop->listener);
+        loop->listener = NULL;
+    }
+}
+
+static void on_wake(h2o_socket_t *sock, const char *err)
+{
+    struct h2o_loop *loop = sock->data;
+    uint64_t v;
+    (void)err;
+    if (read(loop->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
+        return;
+    begin_drain(loop);
+}
+
+static int conns_open(h2o_context_t *ctx)
+{
+    return !h2o_linklist_is_empty(&ctx->http1._conns) || !h2o_linklist_is_empty(&ctx->http2._conns);
+}
+
+static void run_until(struct h2o_loop *loop, int (*done)(struct h2o_loop *))
+{
+    while (!done(loop)) {
+        if (h2o_evloop_run(loop->evloop, loop->draining ? DRAIN_TICK_MS : INT32_MAX) != 0 &&
+            errno != EINTR) {
+            LOG(loop->srv->log, LOG_LEVEL_ERROR, "event loop: %s", strerror(errno));
+            return;
+        }
+    }
+}
+
+static int drained(struct h2o_loop *loop)
+{
+    return loop->draining && (loop->active == 0 || timer_now_us() >= loop->drain_until);
+}
+
+static int closed(struct h2o_loop *loop)
+{
+    return !conns_open(&loop->ctx) || timer_now_us() >= loop->drain_until;
+}
+
+static void *loop_main(void *arg)
+{
+    struct h2o_loop *loop = arg;
+    struct h2o_server *srv = loop->srv;
+
+    /* libh2o keeps per-thread buffer pools: the loop and context are made in their thread. */
+    loop->evloop = h2o_evloop_create();
+    h2o_context_init(&loop->ctx, loop->evloop, &srv->globalconf);
+    loop->accept_ctx.ctx = &loop->ctx;
+    loop->accept_ctx.hosts = srv->globalconf.hosts;
+    loop->accept_ctx.ssl_ctx = srv->ssl_ctx;
+    loop->listener =
+        h2o_evloop_socket_create(loop->evloop, loop->listen_fd, H2O_SOCKET_FLAG_DONT_READ);
+    loop->listener->data = loop;
+    h2o_socket_read_start(loop->listener, on_accept);
+    loop->timer_sock =
+        h2o_evloop_socket_create(loop->evloop, loop->timer_fd, H2O_SOCKET_FLAG_DONT_READ);
+    loop->timer_sock->data = loop;
+    h2o_socket_read_start(loop->timer_sock, on_timer);
+    loop->wake_sock =
+        h2o_evloop_socket_create(loop->evloop, loop->wake_fd, H2O_SOCKET_FLAG_DONT_READ);
+    loop->wake_sock->data = loop;
+    h2o_socket_read_start(loop->wake_sock, on_wake);
+
+    run_until(loop, drained);
+    /* Whatever still waits after the grace time gets no answer; then idle keep-alive
+     * connections and HTTP/2 sessions are asked to close, for at most one more second. */
+    struct timer_node *node;
+    while ((node = timer_heap_pop_due(&loop->timers, UINT64_MAX)) != NULL) {
+        struct h2o_request *r = (struct h2o_request *)(void *)exchange_of_timer(node);
+        exchange_fire(&r->x, 0, 1);
+        h2o_send_error_503(r->req, "Service Unavailable", "server stopping", 0);
+    }
+    h2o_context_request_shutdown(&loop->ctx);
+    loop->drain_until = timer_now_us() + 1000000;
+    run_until(loop, closed);
+    return NULL;
+}
+
+static int setup_tls(struct h2o_server *srv, char *err)
+{
+    const struct config *cfg = srv->cfg;
+    srv->ssl_ctx = SSL_CTX_new(TLS_server_method());
+    if (!srv->ssl_ctx) {
+        snprintf(err, NET_ERR_LEN, "tls: cannot create an OpenSSL context");
+        return -EINVAL;
+    }
+    SSL_CTX_set_min_proto_version(srv->ssl_ctx, TLS1_2_VERSION);
+    if (SSL_CTX_use_certificate_chain_file(srv->ssl_ctx, cfg->tls_cert) != 1) {
+        snprintf(err, NET_ERR_LEN, "tls-cert: cannot load '%.120s': %s", cfg->tls_cert,
+                 ERR_reason_error_string(ERR_get_error()));
+        return -EINVAL;
+    }
+    if (SSL_CTX_use_PrivateKey_file(srv->ssl_ctx, cfg->tls_key, SSL_FILETYPE_PEM) != 1 ||
+        SSL_CTX_check_private_key(srv->ssl_ctx) != 1) {
+        snprintf(err, NET_ERR_LEN, "tls-key: cannot load '%.120s' for the certificate: %s",
+                 cfg->tls_key, ERR_reason_error_string(ERR_get_error()));
+        return -EINVAL;
+    }
+    h2o_ssl_register_alpn_protocols(srv->ssl_ctx, h2o_http2_alpn_protocols);
+    return 0;
+}
+
+static int setup_globalconf(struct h2o_server *srv, char *err)
+{
+    h2o_globalconf_t *g = &srv->globalconf;
+    h2o_config_init(g);
+    g->server_name = h2o_iovec_init(H2O_STRLIT(""));
+    g->max_request_entity_size = srv->cfg->max_body;
+    g->http1.req_timeout = REQUEST_READ_TIMEOUT_MS;
+    h2o_hostconf_t *host =
+        h2o_config_register_host(g, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
+    h2o_handler_t *handler = h2o_create_handler(path, sizeof *handler);
+    handler->on_req = on_req;
+    /* The spool template is a libh2o global: set it before any loop runs. */
+    char *tmpl = h2o_socket_buffer_mmap_settings.fn_template;
+    size_t room = sizeof h2o_socket_buffer_mmap_settings.fn_template;
+    if ((size_t)snprintf(tmpl, room, "%s/slowsrv-h2o.b.XXXXXX", srv->cfg->spool_dir) >= room) {
+        snprintf(err, NET_ERR_LEN, "spool-dir: path too long");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int h2o_server_start(struct h2o_server **out, const struct config *cfg, const struct log *lg,
+                     char *err)
+{
+    struct h2o_server *srv = calloc(1, sizeof *srv);
+    int fds[1024];
+    int rc = 0;
+
+    if (!srv) {
+        snprintf(err, NET_ERR_LEN, "out of memory");
+        return -ENOMEM;
+    }
+    srv->cfg = cfg;
+    srv->log = lg;
+    srv->nloops = cfg->threads < 1024 ? cfg->threads : 1024;
+    route_table_init(&srv->routes, cfg);
+    srv->started_us = timer_now_us();
+    srv->stats = stats_new(srv->nloops, route_stats_count(&srv->routes));
+    srv->loops = calloc(srv->nloops, sizeof *srv->loops);
+    if (!srv->stats || !srv->loops) {
+        snprintf(err, NET_ERR_LEN, "out of memory");
+        h2o_server_free(srv);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < srv->nloops; i++)
+        srv->loops[i].listen_fd = srv->loops[i].timer_fd = srv->loops[i].wake_fd = -1;
+    rc = setup_globalconf(srv, err);
+    if (rc == 0 && cfg->tls_cert[0])
+        rc = setup_tls(srv, err);
+    if (rc != 0) {
+        h2o_server_free(srv);
+        return rc;
+    }
+    rc = net_listen(err, cfg->bind, cfg->port, srv->nloops, LISTEN_BACKLOG, fds, &srv->port);
+    if (rc != 0) {
+        h2o_server_free(srv);
+        return rc;
+    }
+    size_t per_loop = (cfg->max_connections + srv->nloops - 1) / srv->nloops;
+    for (size_t i = 0; i < srv->nloops; i++) {
+        struct h2o_loop *loop = &srv->loops[i];
+        loop->srv = srv;
+        loop->index = i;
+        loop->listen_fd = fds[i];
+        loop->shard = stats_shard(srv->stats, i);
+        loop->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+        loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        /* HTTP/2 multiplexes: a loop may hold up to 100 waiting streams per connection. */
+        if (loop->timer_fd < 0 || loop->wake_fd < 0 ||
+            timer_heap_init(&loop->timers, per_loop * 100) != 0) {
+            snprintf(err, NET_ERR_LEN, "loop set-up: %s", strerror(errno));
+            rc = -ENOMEM;
+            break;
+        }
+    }
+    for (size_t i = 0; rc == 0 && i < srv->nloops; i++) {
+        rc = -pthread_create(&srv->loops[i].thread, NULL, loop_main, &srv->loops[i]);
+        if (rc != 0)
+            snprintf(err, NET_ERR_LEN, "pthread_create: %s", strerror(-rc));
+        else
+            srv->loops[i].thread_started = 1;
+    }
+    if (rc != 0) {
+        h2o_server_stop(srv);
+        h2o_server_free(srv);
+        return rc;
+    }
+    *out = srv;
+    return 0;
+}
+
+unsigned h2o_server_port(const struct h2o_server *srv)
+{
+    return srv->port;
+}
+
+int h2o_server_tls(const struct h2o_server *srv)
+{
+    return srv->ssl_ctx != NULL;
+}
+
+unsigned h2o_server_threads(const struct h2o_server *srv)
+{
+    return (unsigned)srv->nloops;
+}
+
+void h2o_server_stop(struct h2o_server *srv)
+{
+    for (size_t i = 0; i < srv->nloops; i++) {
+        uint64_t one = 1;
+        if (srv->loops[i].thread_started && write(srv->loops[i].wake_fd, &one, sizeof one) < 0)
+            LOG(srv->log, LOG_LEVEL_WARN, "cannot wake loop %zu: %s", i, strerror(errno));
+    }
+    for (size_t i = 0; i < srv->nloops; i++) {
+        if (srv->loops[i].thread_started)
+            pthread_join(srv->loops[i].thread, NULL);
+        srv->loops[i].thread_started = 0;
+    }
+}
+
+void h2o_server_free(struct h2o_server *srv)
+{
+    if (!srv)
+        return;
+    for (size_t i = 0; srv->loops && i < srv->nloops; i++) {
+        struct h2o_loop *loop = &srv->loops[i];
+        if (loop->evloop) {
+            h2o_socket_close(loop->timer_sock);
+            h2o_socket_close(loop->wake_sock);
+            if (loop->listener)
+                h2o_socket_close(loop->listener);
+            /* Sockets close on the loop's next turn. */
+            h2o_evloop_run(loop->evloop, 0);
+            if (!conns_open(&loop->ctx)) {
+                /* request_shutdown left HTTP/2's graceful-shutdown timer linked; dispose
+                 * insists that every timer list is empty. */
+                if (h2o_timeout_is_linked(&loop->ctx.http2._graceful_shutdown_timeout))
+                    h2o_timeout_unlink(&loop->ctx.http2._graceful_shutdown_timeout);
+                h2o_context_dispose(&loop->ctx);
+            }
+            loop->timer_fd = loop->wake_fd = loop->listen_fd = -1;
+        }
+        if (loop->listen_fd >= 0)
+            close(loop->listen_fd);
+        if (loop->timer_fd >= 0)
+            close(loop->timer_fd);
+        if (loop->wake_fd >= 0)
+            close(loop->wake_fd);
+        timer_heap_cleanup(&loop->timers);
+    }
+    free(srv->loops);
+    if (srv->globalconf.hosts)
+        h2o_config_dispose(&srv->globalconf);
+    if (srv->ssl_ctx)
+        SSL_CTX_free(srv->ssl_ctx);
+    stats_free(srv->stats);
+    free(srv);
+}
