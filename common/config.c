@@ -22,6 +22,7 @@ const struct config config_defaults = {
     .seed = 0,
     .seed_set = 0,
     .grace_us = 5ULL * 1000000,
+    .idle_timeout_us = 60ULL * 1000000,
     .log_level = LOG_LEVEL_INFO,
     .tls_cert = "",
     .tls_key = "",
@@ -81,6 +82,9 @@ static const struct opt_def opt_defs[] = {
     {"seed", 0, OPT_SEED, OFF(seed), 0, 0, "N", "seed of random delays: same seed, same draws"},
     {"grace", 0, OPT_DURATION, OFF(grace_us), 0, 3600ULL * 1000000, "TIME",
      "on SIGTERM, how long in-flight requests may finish (5s)"},
+    {"idle-timeout", 0, OPT_DURATION, OFF(idle_timeout_us), 0, 3600ULL * 1000000, "TIME",
+     "close a connection that sends nothing for this long, 0 never; not while a request "
+     "waits on its delay (60s)"},
     {"log-level", 0, OPT_LOG_LEVEL, OFF(log_level), 0, 0, "LEVEL",
      "error, warn, info or debug (info)"},
     {"tls-cert", 0, OPT_PATH, OFF(tls_cert), 0, 0, "FILE",

@@ -51,11 +51,12 @@ struct config {
     unsigned threads;           /* event loops; resolved to >= 1 by config_load */
     enum config_model model;
     unsigned max_connections;
-    uint64_t max_body;     /* bytes */
-    uint64_t max_delay_us; /* ceiling of every delay, configured or requested */
-    uint64_t seed;         /* seed of every random draw */
-    int seed_set;          /* 1 if --seed was given; else `seed` is random per start */
-    uint64_t grace_us;     /* drain time on SIGTERM */
+    uint64_t max_body;        /* bytes */
+    uint64_t max_delay_us;    /* ceiling of every delay, configured or requested */
+    uint64_t seed;            /* seed of every random draw */
+    int seed_set;             /* 1 if --seed was given; else `seed` is random per start */
+    uint64_t grace_us;        /* drain time on SIGTERM */
+    uint64_t idle_timeout_us; /* close a connection silent this long; 0: never */
     enum log_level log_level;
     char tls_cert[CONFIG_PATH_LEN];   /* PEM certificate chain; "" for cleartext */
     char tls_key[CONFIG_PATH_LEN];    /* PEM private key; set exactly when tls_cert is */

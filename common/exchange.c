@@ -11,6 +11,7 @@ void exchange_begin(struct exchange *x, struct route_table *t, struct stats_shar
     x->answered = 0;
     x->shard = sh;
     x->upload = NULL;
+    x->decided_at = 0;
     route_plan(t, method, path, path_len, &x->plan);
     stats_request_begin(sh, x->plan.stats_id);
 }
@@ -43,9 +44,15 @@ int exchange_upload_begin(struct exchange *x, const char *content_type, int64_t 
 int exchange_upload_feed(struct exchange *x, const void *buf, size_t len)
 {
     stats_bytes_in(x->shard, len);
+    int decided = upload_error(x->upload) != 0;
     if (upload_feed(x->upload, buf, len) == 0)
         return 0;
-    take_answer(x);
+    if (!decided) {
+        take_answer(x);
+        x->decided_at = upload_received(x->upload);
+    }
+    if (upload_received(x->upload) - x->decided_at > EXCHANGE_DISCARD_MAX)
+        return -EMSGSIZE;
     return 1;
 }
 

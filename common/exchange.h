@@ -36,6 +36,7 @@ struct exchange {
     unsigned answered; /* status of the queued answer, 0 if none */
     struct stats_shard *shard;
     struct upload *upload; /* PLAN_UPLOAD only, between upload_begin and exchange_end */
+    uint64_t decided_at;   /* upload bytes received when its answer was decided */
     struct plan plan;
 };
 
@@ -58,8 +59,14 @@ struct exchange *exchange_of_timer(struct timer_node *n);
 int exchange_upload_begin(struct exchange *x, const char *content_type, int64_t content_length,
                           uint64_t max_body);
 
+/* Most bytes an engine reads and drops after an upload error, before it gives up on the client
+ * and closes the connection. */
+#define EXCHANGE_DISCARD_MAX (64ULL << 20)
+
 /* Feeds len body bytes (counted as received). Returns 1 once the answer is decided (an error:
- * x's plan holds it), else 0. Bytes fed after that are only counted. */
+ * x's plan holds it), else 0. Bytes fed after that are only counted, and once more than
+ * EXCHANGE_DISCARD_MAX of them came after the decision, returns -EMSGSIZE: the engine should
+ * close the connection rather than read an endless body. */
 int exchange_upload_feed(struct exchange *x, const void *buf, size_t len);
 
 /* The body is complete: x's plan now holds the answer (200 and the byte count of the data part,

@@ -62,7 +62,8 @@ static int decide_error(struct upload *u, int err, const char *ct)
             char media[ECHO_MAX + 4];
 
             echo_media_type(media, sizeof(media), ct);
-            snprintf(what, sizeof(what), "expected multipart/form-data, got %s", media);
+            snprintf(what, sizeof(what), "expected multipart/form-data, got %s",
+                     media[0] ? media : "an empty media type");
         }
         break;
     case MP_ERR_NO_BOUNDARY:

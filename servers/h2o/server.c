@@ -24,8 +24,6 @@
 #define LISTEN_BACKLOG 4096
 /* Longest wait of a loop while draining, so the grace deadline is noticed. */
 #define DRAIN_TICK_MS 50
-/* libh2o's own limit on reading a whole request, body included (its default is 10 s). */
-#define REQUEST_READ_TIMEOUT_MS (120 * 1000)
 
 struct h2o_loop;
 
@@ -357,7 +355,14 @@ static int setup_globalconf(struct h2o_server *srv, char *err)
     h2o_config_init(g);
     g->server_name = h2o_iovec_init(H2O_STRLIT(""));
     g->max_request_entity_size = srv->cfg->max_body;
-    g->http1.req_timeout = REQUEST_READ_TIMEOUT_MS;
+    /* libh2o times an HTTP/1 request from its first byte to its last (body included) and an idle
+     * keep-alive connection with the same value; HTTP/2 has an idle timeout of its own. */
+    if (srv->cfg->idle_timeout_us) {
+        g->http1.req_timeout = srv->cfg->idle_timeout_us / 1000;
+        g->http2.idle_timeout = srv->cfg->idle_timeout_us / 1000;
+    } else {
+        g->http1.req_timeout = g->http2.idle_timeout = UINT32_MAX;
+    }
     h2o_hostconf_t *host =
         h2o_config_register_host(g, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);

@@ -285,14 +285,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             stats_bytes_in(loop->shard, n);
             return MHD_YES;
         }
-        /* An error decided mid-body is answered at once; MHD then closes the connection
-         * instead of reading the rest. */
-        if (exchange_upload_feed(&rq->x, upload_data, n) == 1 && !rq->x.answered)
-            return respond(rq);
-        return MHD_YES;
+        /* libmicrohttpd 0.9.75 cannot queue an answer while a body is being received, so an
+         * error found mid-body is answered once the rest is read and dropped; a client that
+         * keeps sending far past --max-body is cut off instead. */
+        return exchange_upload_feed(&rq->x, upload_data, n) < 0 ? MHD_NO : MHD_YES;
     }
     if (rq->x.plan.action == PLAN_UPLOAD) {
-        if (rq->x.answered)
+        if (rq->x.answered) /* answered from the headers alone */
             return MHD_YES;
         exchange_upload_finish(&rq->x);
         return respond(rq);
@@ -425,12 +424,15 @@ static int start_daemon(struct mhd_loop *loop, unsigned conn_limit, char *err)
     size_t n = 0;
 
 #define OPT(o, v, p) (opts[n++] = (struct MHD_OptionItem){(o), (intptr_t)(v), (p)})
+    /* The logger goes first so that MHD reports the other options' problems through it. */
+    OPT(MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, (void *)(uintptr_t)srv->log);
     OPT(MHD_OPTION_LISTEN_SOCKET, loop->listen_fd, NULL);
     OPT(MHD_OPTION_CONNECTION_LIMIT, conn_limit, NULL);
     OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONN_MEMORY_LIMIT, NULL);
-    OPT(MHD_OPTION_CONNECTION_TIMEOUT, 0, NULL);
+    /* In seconds. libmicrohttpd never times out a suspended (waiting) connection. It also
+     * reclaims the connections its epoll mode loses when a client closes mid-body. */
+    OPT(MHD_OPTION_CONNECTION_TIMEOUT, (srv->cfg->idle_timeout_us + 999999) / 1000000, NULL);
     OPT(MHD_OPTION_NOTIFY_COMPLETED, on_completed, loop);
-    OPT(MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, (void *)(uintptr_t)srv->log);
     if (srv->tpc)
         OPT(MHD_OPTION_THREAD_STACK_SIZE, 256 * 1024, NULL);
     if (srv->tls_cert) {
@@ -443,10 +445,14 @@ static int start_daemon(struct mhd_loop *loop, unsigned conn_limit, char *err)
     loop->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, loop, MHD_OPTION_ARRAY, opts,
                                     MHD_OPTION_END);
     if (!loop->daemon) {
-        snprintf(err, NET_ERR_LEN,
-                 "libmicrohttpd: cannot start the %s daemon (run with "
-                 "--log-level debug for its reason)",
-                 config_model_name(srv->cfg->model));
+        if (srv->tls_cert)
+            snprintf(err, NET_ERR_LEN,
+                     "tls-key: libmicrohttpd (GnuTLS) refused the certificate and key; is "
+                     "--tls-key the PEM key of --tls-cert? (--log-level debug says more)");
+        else
+            snprintf(err, NET_ERR_LEN,
+                     "libmicrohttpd: cannot start the %s daemon (--log-level debug says why)",
+                     config_model_name(srv->cfg->model));
         return -EINVAL;
     }
     /* The daemon owns the listening socket now and closes it when stopped. */

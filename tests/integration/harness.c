@@ -58,6 +58,8 @@ static pid_t spawn(const char *bin, const char *const *pre, const char *const *a
         close(err[0]);
         close(out[1]);
         close(err[1]);
+        /* Nothing of the test runner's (ctest's log files) leaks into the server. */
+        close_range(3, ~0U, 0);
         execve(bin, (char *const *)(uintptr_t)argv, envp);
         fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
         _exit(127);
@@ -313,6 +315,8 @@ double http_concurrent_to(const struct target *t, const char *path, size_t n, si
         easies[i] = easy_for(t, "GET", path, &replies[i]);
         if (multiplex)
             curl_easy_setopt(easies[i], CURLOPT_PIPEWAIT, 1L);
+        if (getenv("ITEST_TIMEOUT_MS"))
+            curl_easy_setopt(easies[i], CURLOPT_TIMEOUT_MS, atol(getenv("ITEST_TIMEOUT_MS")));
         else if (max_conns >= n) /* a connection of its own each, opened at once */
             curl_easy_setopt(easies[i], CURLOPT_FRESH_CONNECT, 1L);
         curl_easy_setopt(easies[i], CURLOPT_PRIVATE, (void *)&replies[i]);
@@ -367,4 +371,67 @@ size_t abandon_requests(unsigned port, const char *path, size_t n, int hold_ms)
             close(fds[i]);
     free(fds);
     return sent;
+}
+
+struct gen {
+    size_t size;
+    size_t pos;
+    size_t *sent;       /* total bytes handed to libcurl, shared by all parts */
+    size_t abort_after; /* 0: never */
+};
+
+static size_t on_gen_read(char *buf, size_t size, size_t nitems, void *arg)
+{
+    struct gen *g = arg;
+    size_t n = size * nitems;
+    if (n > g->size - g->pos)
+        n = g->size - g->pos;
+    if (g->abort_after && *g->sent + n > g->abort_after)
+        return CURL_READFUNC_ABORT;
+    /* A pattern with the bytes a boundary scan must not be fooled by. */
+    static const char pattern[] = "\r\n--abc-\r\n0123456789abcdefghijklmnopqrstuvwxyz-\r";
+    for (size_t i = 0; i < n; i++)
+        buf[i] = pattern[(g->pos + i) % (sizeof pattern - 1)];
+    g->pos += n;
+    *g->sent += n;
+    return n;
+}
+
+static int on_gen_seek(void *arg, curl_off_t offset, int origin)
+{
+    struct gen *g = arg;
+    if (origin != SEEK_SET || offset < 0 || (size_t)offset > g->size)
+        return CURL_SEEKFUNC_FAIL;
+    g->pos = (size_t)offset;
+    return CURL_SEEKFUNC_OK;
+}
+
+int http_upload(const struct target *t, const char *path, const struct part *parts, size_t n,
+                struct reply *r, size_t abort_after)
+{
+    CURL *c = easy_for(t, "POST", path, r);
+    curl_mime *mime = curl_mime_init(c);
+    struct gen gens[8];
+    size_t sent = 0;
+    for (size_t i = 0; i < n && i < 8; i++) {
+        curl_mimepart *mp = curl_mime_addpart(mime);
+        curl_mime_name(mp, parts[i].name);
+        if (parts[i].filename)
+            curl_mime_filename(mp, parts[i].filename);
+        if (parts[i].data) {
+            curl_mime_data(mp, parts[i].data, CURL_ZERO_TERMINATED);
+        } else {
+            gens[i] = (struct gen){parts[i].size, 0, &sent, abort_after};
+            curl_mime_data_cb(mp, (curl_off_t)parts[i].size, on_gen_read, on_gen_seek, NULL,
+                              &gens[i]);
+        }
+    }
+    curl_easy_setopt(c, CURLOPT_MIMEPOST, mime);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
+    r->curl_code = (int)curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+    curl_easy_getinfo(c, CURLINFO_TOTAL_TIME, &r->seconds);
+    curl_mime_free(mime);
+    curl_easy_cleanup(c);
+    return r->curl_code;
 }
