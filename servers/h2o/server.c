@@ -286,6 +286,36 @@ static int closed(struct h2o_loop *loop)
     return !conns_open(&loop->ctx) || timer_now_us() >= loop->drain_until;
 }
 
+/* Releases the loop in its own thread, as libh2o's buffer caches are per thread. A context
+ * with connections still open (after the extra second) is left as it is: disposing it would
+ * pull memory from under them. */
+static void teardown(struct h2o_loop *loop)
+{
+    h2o_socket_read_stop(loop->timer_sock);
+    h2o_socket_close(loop->timer_sock);
+    h2o_socket_read_stop(loop->wake_sock);
+    h2o_socket_close(loop->wake_sock);
+    loop->timer_sock = loop->wake_sock = NULL;
+    loop->timer_fd = loop->wake_fd = -1;
+    h2o_evloop_run(loop->evloop, 0);
+    if (conns_open(&loop->ctx)) {
+        LOG(loop->srv->log, LOG_LEVEL_WARN, "loop %zu: connections still open at exit",
+            loop->index);
+        return;
+    }
+    /* request_shutdown left HTTP/2's graceful-shutdown timer linked; dispose insists that
+     * every timer list is empty. */
+    if (h2o_timeout_is_linked(&loop->ctx.http2._graceful_shutdown_timeout))
+        h2o_timeout_unlink(&loop->ctx.http2._graceful_shutdown_timeout);
+    h2o_context_dispose(&loop->ctx);
+    h2o_evloop_destroy(loop->evloop);
+    loop->evloop = NULL;
+    /* Empty this thread's socket-buffer cache through the public allocator calls. */
+    h2o_mem_recycle_t *cache = &h2o_socket_buffer_prototype.allocator;
+    while (cache->cnt > 0)
+        free(h2o_mem_alloc_recycle(cache, 0));
+}
+
 static void *loop_main(void *arg)
 {
     struct h2o_loop *loop = arg;
@@ -300,6 +330,7 @@ static void *loop_main(void *arg)
     loop->listener =
         h2o_evloop_socket_create(loop->evloop, loop->listen_fd, H2O_SOCKET_FLAG_DONT_READ);
     loop->listener->data = loop;
+    loop->listen_fd = -1; /* the listener socket owns it now */
     h2o_socket_read_start(loop->listener, on_accept);
     loop->timer_sock =
         h2o_evloop_socket_create(loop->evloop, loop->timer_fd, H2O_SOCKET_FLAG_DONT_READ);
@@ -322,6 +353,7 @@ static void *loop_main(void *arg)
     h2o_context_request_shutdown(&loop->ctx);
     loop->drain_until = timer_now_us() + 1000000;
     run_until(loop, closed);
+    teardown(loop);
     return NULL;
 }
 
@@ -483,22 +515,6 @@ void h2o_server_free(struct h2o_server *srv)
         return;
     for (size_t i = 0; srv->loops && i < srv->nloops; i++) {
         struct h2o_loop *loop = &srv->loops[i];
-        if (loop->evloop) {
-            h2o_socket_close(loop->timer_sock);
-            h2o_socket_close(loop->wake_sock);
-            if (loop->listener)
-                h2o_socket_close(loop->listener);
-            /* Sockets close on the loop's next turn. */
-            h2o_evloop_run(loop->evloop, 0);
-            if (!conns_open(&loop->ctx)) {
-                /* request_shutdown left HTTP/2's graceful-shutdown timer linked; dispose
-                 * insists that every timer list is empty. */
-                if (h2o_timeout_is_linked(&loop->ctx.http2._graceful_shutdown_timeout))
-                    h2o_timeout_unlink(&loop->ctx.http2._graceful_shutdown_timeout);
-                h2o_context_dispose(&loop->ctx);
-            }
-            loop->timer_fd = loop->wake_fd = loop->listen_fd = -1;
-        }
         if (loop->listen_fd >= 0)
             close(loop->listen_fd);
         if (loop->timer_fd >= 0)
