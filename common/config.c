@@ -23,11 +23,21 @@ const struct config config_defaults = {
     .seed_set = 0,
     .grace_us = 5ULL * 1000000,
     .idle_timeout_us = 60ULL * 1000000,
+    .no_overrides = 0,
+    .max_size = 16ULL << 20,
+    .error_rate = 0,
+    .error_status = 503,
+    .workers = 0,
+    .queue = 0,
+    .overflow = CONFIG_OVERFLOW_503,
+    .nroutes = 0,
+    .routes = NULL,
     .log_level = LOG_LEVEL_INFO,
     .tls_cert = "",
     .tls_key = "",
     .spool_dir = "/tmp",
     .check_file = "",
+    .config_file = "",
 };
 
 enum opt_type {
@@ -40,7 +50,11 @@ enum opt_type {
     OPT_SEED,
     OPT_MODEL,
     OPT_LOG_LEVEL,
-    OPT_PATH, /* char[CONFIG_PATH_LEN] */
+    OPT_PATH,     /* char[CONFIG_PATH_LEN] */
+    OPT_FLAG,     /* int 0/1; a flag without a value on the command line */
+    OPT_RATE,     /* double from 0 to 1 */
+    OPT_STATUS,   /* unsigned HTTP status 100..599 */
+    OPT_OVERFLOW, /* 503 or reset */
 };
 
 /* Actions that exist only on the command line. */
@@ -85,6 +99,20 @@ static const struct opt_def opt_defs[] = {
     {"idle-timeout", 0, OPT_DURATION, OFF(idle_timeout_us), 0, 3600ULL * 1000000, "TIME",
      "close a connection that sends nothing for this long, 0 never; not while a request "
      "waits on its delay (60s)"},
+    {"no-overrides", 0, OPT_FLAG, OFF(no_overrides), 0, 0, "",
+     "ignore per-request ?delay= ?status= ?size= and X-Slowsrv-* headers"},
+    {"max-size", 0, OPT_BYTES, OFF(max_size), 0, 1ULL << 30, "BYTES",
+     "largest ?size= body; beyond it 400 (16M)"},
+    {"error-rate", 0, OPT_RATE, OFF(error_rate), 0, 0, "RATE",
+     "share of requests, 0 to 1, answered --error-status instead (0)"},
+    {"error-status", 0, OPT_STATUS, OFF(error_status), 0, 0, "CODE",
+     "status of those errors (503)"},
+    {"workers", 0, OPT_COUNT, OFF(workers), 0, 10000000, "N",
+     "at most N requests in service at once, delay included; 0 unbounded (0)"},
+    {"queue", 0, OPT_COUNT, OFF(queue), 0, 10000000, "M",
+     "with --workers: up to M more wait their turn in order (0)"},
+    {"overflow", 0, OPT_OVERFLOW, OFF(overflow), 0, 0, "503|reset",
+     "beyond --workers and --queue: answer 503, or reset the connection (503)"},
     {"log-level", 0, OPT_LOG_LEVEL, OFF(log_level), 0, 0, "LEVEL",
      "error, warn, info or debug (info)"},
     {"tls-cert", 0, OPT_PATH, OFF(tls_cert), 0, 0, "FILE",
@@ -232,6 +260,45 @@ static int set_value(struct config *cfg, const struct opt_def *d, const char *va
         }
         memcpy(field, val, strlen(val) + 1);
         return 0;
+    case OPT_FLAG:
+        if (strcmp(val, "1") == 0 || strcmp(val, "true") == 0 || strcmp(val, "yes") == 0) {
+            *(int *)(void *)field = 1;
+            return 0;
+        }
+        if (strcmp(val, "0") == 0 || strcmp(val, "false") == 0 || strcmp(val, "no") == 0) {
+            *(int *)(void *)field = 0;
+            return 0;
+        }
+        snprintf(why, whylen, "'%s' is not true or false (1/0, yes/no)", val);
+        return -EINVAL;
+    case OPT_RATE: {
+        char *end;
+        errno = 0;
+        double rate = strtod(val, &end);
+        if (end == val || *end != '\0' || errno != 0 || !(rate >= 0.0 && rate <= 1.0)) {
+            snprintf(why, whylen, "'%s' is not a rate from 0 to 1 (e.g. 0.01)", val);
+            return -EINVAL;
+        }
+        *(double *)(void *)field = rate;
+        return 0;
+    }
+    case OPT_STATUS:
+        if (parse_u64(val, &v, &rest) != 0 || *rest || v < 100 || v > 599) {
+            snprintf(why, whylen, "'%s' is not an HTTP status from 100 to 599", val);
+            return -EINVAL;
+        }
+        *(unsigned *)(void *)field = (unsigned)v;
+        return 0;
+    case OPT_OVERFLOW:
+        if (strcmp(val, "503") == 0)
+            cfg->overflow = CONFIG_OVERFLOW_503;
+        else if (strcmp(val, "reset") == 0)
+            cfg->overflow = CONFIG_OVERFLOW_RESET;
+        else {
+            snprintf(why, whylen, "'%s' is not 503 or reset", val);
+            return -EINVAL;
+        }
+        return 0;
     case OPT_LOG_LEVEL:
         if (log_level_parse(val, &cfg->log_level) != 0) {
             snprintf(why, whylen, "unknown level '%s' (error, warn, info, debug)", val);
@@ -285,6 +352,10 @@ static int json_value_text(const cJSON *item, char *buf, size_t len)
         snprintf(buf, len, "%s", item->valuestring);
         return 0;
     }
+    if (cJSON_IsBool(item)) {
+        snprintf(buf, len, "%s", cJSON_IsTrue(item) ? "true" : "false");
+        return 0;
+    }
     if (cJSON_IsNumber(item)) {
         double d = item->valuedouble;
         if (d >= 0 && d < 1e18 && d == (double)(long long)d)
@@ -295,6 +366,9 @@ static int json_value_text(const cJSON *item, char *buf, size_t len)
     }
     return -EINVAL;
 }
+
+static int load_routes(struct config *cfg, const char *path, const cJSON *arr, char *err,
+                       size_t errlen);
 
 static int load_file(struct config *cfg, const char *path, unsigned char *set, char *err,
                      size_t errlen)
@@ -326,12 +400,15 @@ static int load_file(struct config *cfg, const char *path, unsigned char *set, c
     for (const cJSON *item = root->child; rc == 0 && item; item = item->next) {
         const struct opt_def *d = find_def(item->string);
         char val[1024], why[CONFIG_ERR_LEN];
-        if (!d) {
+        if (strcmp(item->string, "routes") == 0) {
+            rc = load_routes(cfg, path, item, err, errlen);
+        } else if (!d) {
             snprintf(err, errlen, "%s: %s: unknown key (see --help for the option names)", path,
                      item->string);
             rc = -EINVAL;
         } else if (json_value_text(item, val, sizeof val) != 0) {
-            snprintf(err, errlen, "%s: %s: must be a string or a number", path, item->string);
+            snprintf(err, errlen, "%s: %s: must be a string, a number or a boolean", path,
+                     item->string);
             rc = -EINVAL;
         } else if (set_value(cfg, d, val, why, sizeof why) != 0) {
             snprintf(err, errlen, "%s: %s: %s", path, item->string, why);
@@ -342,6 +419,162 @@ static int load_file(struct config *cfg, const char *path, unsigned char *set, c
     }
     cJSON_Delete(root);
     return rc;
+}
+
+static char *dup_n(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+static int is_token(const char *s)
+{
+    if (!*s)
+        return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && !strchr("!#$%&'*+-.^_`|~", *s))
+            return 0;
+    return 1;
+}
+
+/* Fills r from one element of "routes". `why` gets "<key>: <reason>" on failure. */
+static int parse_route(const cJSON *o, struct config_route *r, char *why, size_t whylen)
+{
+    if (!cJSON_IsObject(o)) {
+        snprintf(why, whylen, "must be an object with at least \"path\"");
+        return -EINVAL;
+    }
+    r->status = 200;
+    for (const cJSON *it = o->child; it; it = it->next) {
+        const char *k = it->string;
+        if (strcmp(k, "path") == 0) {
+            if (!cJSON_IsString(it) || it->valuestring[0] != '/' ||
+                strpbrk(it->valuestring, "? \t\r\n")) {
+                snprintf(why, whylen, "path: must be a string starting with / (no query)");
+                return -EINVAL;
+            }
+            r->path = dup_n(it->valuestring, strlen(it->valuestring));
+        } else if (strcmp(k, "method") == 0) {
+            if (!cJSON_IsString(it) || !is_token(it->valuestring)) {
+                snprintf(why, whylen, "method: must be a method name such as GET, or \"*\"");
+                return -EINVAL;
+            }
+            if (strcmp(it->valuestring, "*") != 0)
+                r->method = dup_n(it->valuestring, strlen(it->valuestring));
+        } else if (strcmp(k, "status") == 0) {
+            if (!cJSON_IsNumber(it) || it->valuedouble < 100 || it->valuedouble > 599 ||
+                it->valuedouble != (double)(int)it->valuedouble) {
+                snprintf(why, whylen, "status: must be an HTTP status from 100 to 599");
+                return -EINVAL;
+            }
+            r->status = (unsigned)it->valueint;
+        } else if (strcmp(k, "body") == 0) {
+            if (!cJSON_IsString(it) || strlen(it->valuestring) > CONFIG_ROUTE_BODY_MAX) {
+                snprintf(why, whylen, "body: must be a string of at most %d bytes",
+                         CONFIG_ROUTE_BODY_MAX);
+                return -EINVAL;
+            }
+            r->body_len = strlen(it->valuestring);
+            r->body = dup_n(it->valuestring, r->body_len);
+        } else if (strcmp(k, "delay") == 0) {
+            char val[256], derr[256];
+            if (json_value_text(it, val, sizeof val) != 0 ||
+                delay_spec_parse(&r->delay, val, derr, sizeof derr) != 0) {
+                snprintf(why, whylen, "delay: %s",
+                         cJSON_IsString(it) || cJSON_IsNumber(it) ? derr : "must be a string");
+                return -EINVAL;
+            }
+            r->has_delay = 1;
+        } else if (strcmp(k, "headers") == 0) {
+            if (!cJSON_IsObject(it)) {
+                snprintf(why, whylen, "headers: must be an object of header names and values");
+                return -EINVAL;
+            }
+            for (const cJSON *h = it->child; h; h = h->next) {
+                if (r->nheaders == CONFIG_ROUTE_HEADERS) {
+                    snprintf(why, whylen, "headers: at most %d", CONFIG_ROUTE_HEADERS);
+                    return -EINVAL;
+                }
+                if (!is_token(h->string) || !cJSON_IsString(h) || strpbrk(h->valuestring, "\r\n")) {
+                    snprintf(why, whylen,
+                             "headers.%s: must be a header name with a one-line "
+                             "string value",
+                             h->string);
+                    return -EINVAL;
+                }
+                r->headers[r->nheaders].name = dup_n(h->string, strlen(h->string));
+                r->headers[r->nheaders].value = dup_n(h->valuestring, strlen(h->valuestring));
+                r->nheaders++;
+            }
+        } else {
+            snprintf(why, whylen, "%s: unknown key (path, method, status, body, headers, delay)",
+                     k);
+            return -EINVAL;
+        }
+    }
+    if (!r->path) {
+        snprintf(why, whylen, "path: missing");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int load_routes(struct config *cfg, const char *path, const cJSON *arr, char *err,
+                       size_t errlen)
+{
+    if (!cJSON_IsArray(arr)) {
+        snprintf(err, errlen, "%s: routes: must be an array of route objects", path);
+        return -EINVAL;
+    }
+    size_t n = (size_t)cJSON_GetArraySize(arr);
+    if (n > CONFIG_ROUTES_MAX) {
+        snprintf(err, errlen, "%s: routes: at most %d routes", path, CONFIG_ROUTES_MAX);
+        return -EINVAL;
+    }
+    config_cleanup(cfg);
+    cfg->routes = calloc(n ? n : 1, sizeof *cfg->routes);
+    if (!cfg->routes) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -ENOMEM;
+    }
+    cfg->nroutes = n;
+    size_t i = 0;
+    for (const cJSON *o = arr->child; o; o = o->next, i++) {
+        char why[CONFIG_ERR_LEN];
+        if (parse_route(o, &cfg->routes[i], why, sizeof why) != 0) {
+            snprintf(err, errlen, "%s: routes[%zu].%s", path, i, why);
+            return -EINVAL;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(cfg->routes[j].path, cfg->routes[i].path) == 0) {
+                snprintf(err, errlen, "%s: routes[%zu].path: '%s' is already routes[%zu]", path, i,
+                         cfg->routes[i].path, j);
+                return -EINVAL;
+            }
+        }
+    }
+    return 0;
+}
+
+void config_cleanup(struct config *cfg)
+{
+    for (size_t i = 0; cfg->routes && i < cfg->nroutes; i++) {
+        struct config_route *r = &cfg->routes[i];
+        free(r->path);
+        free(r->method);
+        free(r->body);
+        for (size_t h = 0; h < r->nheaders; h++) {
+            free(r->headers[h].name);
+            free(r->headers[h].value);
+        }
+    }
+    free(cfg->routes);
+    cfg->routes = NULL;
+    cfg->nroutes = 0;
 }
 
 static void env_name(const struct opt_def *d, char *buf, size_t len)
@@ -395,7 +628,8 @@ static void build_getopt(struct option *longopts, char *shortopts, size_t shortl
     for (size_t i = 0; i < NOPTS; i++) {
         /* Long-only options return 2000 + their index. */
         int val = opt_defs[i].short_name ? opt_defs[i].short_name : 2000 + (int)i;
-        longopts[k++] = (struct option){opt_defs[i].name, required_argument, NULL, val};
+        int has_arg = opt_defs[i].type == OPT_FLAG ? no_argument : required_argument;
+        longopts[k++] = (struct option){opt_defs[i].name, has_arg, NULL, val};
         if (opt_defs[i].short_name && s + 3 < shortlen) {
             shortopts[s++] = (char)opt_defs[i].short_name;
             shortopts[s++] = ':';
@@ -444,6 +678,26 @@ static int validate(struct config *cfg, enum config_engine engine, const unsigne
         delay_format_ms(cfg->max_delay_us, b, sizeof b);
         snprintf(err, errlen, "delay: up to %s ms is over --max-delay %s ms; raise --max-delay", a,
                  b);
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < cfg->nroutes; i++) {
+        const struct config_route *r = &cfg->routes[i];
+        uint64_t max = r->has_delay ? delay_spec_max_us(&r->delay) : 0;
+        if (max != UINT64_MAX && max > cfg->max_delay_us) {
+            char a[32], b[32];
+            delay_format_ms(max, a, sizeof a);
+            delay_format_ms(cfg->max_delay_us, b, sizeof b);
+            snprintf(err, errlen,
+                     "%s: routes[%zu].delay: up to %s ms is over --max-delay %s ms; raise "
+                     "--max-delay",
+                     cfg->config_file, i, a, b);
+            return -EINVAL;
+        }
+    }
+    if (cfg->queue && !cfg->workers) {
+        snprintf(err, errlen,
+                 "queue: needs --workers (the queue is for requests waiting on "
+                 "a worker)");
         return -EINVAL;
     }
     if ((cfg->tls_cert[0] != '\0') != (cfg->tls_key[0] != '\0')) {
@@ -516,10 +770,16 @@ int config_load(struct config *cfg, enum config_engine engine, int argc, char **
         snprintf(cfg->check_file, sizeof cfg->check_file, "%s", check);
     }
 
-    if (file && (rc = load_file(cfg, file, set, err, errlen)) != 0)
+    if (file)
+        snprintf(cfg->config_file, sizeof cfg->config_file, "%s", file);
+    if (file && (rc = load_file(cfg, file, set, err, errlen)) != 0) {
+        config_cleanup(cfg);
         return rc;
-    if ((rc = load_env(cfg, envp, set, err, errlen)) != 0)
+    }
+    if ((rc = load_env(cfg, envp, set, err, errlen)) != 0) {
+        config_cleanup(cfg);
         return rc;
+    }
 
     optind = 1;
     while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
@@ -527,14 +787,18 @@ int config_load(struct config *cfg, enum config_engine engine, int argc, char **
         char why[CONFIG_ERR_LEN];
         if (!d)
             continue;
-        if (set_value(cfg, d, optarg, why, sizeof why) != 0) {
+        if (set_value(cfg, d, d->type == OPT_FLAG ? "1" : optarg, why, sizeof why) != 0) {
             snprintf(err, errlen, "--%s: %s", d->name, why);
+            config_cleanup(cfg);
             return -EINVAL;
         }
         set[d - opt_defs] = 1;
     }
     optind = 1;
-    return validate(cfg, engine, set, err, errlen);
+    rc = validate(cfg, engine, set, err, errlen);
+    if (rc != 0)
+        config_cleanup(cfg);
+    return rc;
 }
 
 void config_usage(FILE *out, const char *program, enum config_engine engine)

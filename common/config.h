@@ -24,6 +24,35 @@
 /* Largest config file read, in bytes. */
 #define CONFIG_FILE_MAX (1024 * 1024)
 
+enum config_overflow {
+    CONFIG_OVERFLOW_503 = 0, /* beyond --workers + --queue: answer 503 */
+    CONFIG_OVERFLOW_RESET,   /* beyond them: reset the connection */
+};
+
+/* Most headers a configured route may add, and the longest body it may have. */
+#define CONFIG_ROUTE_HEADERS 8
+#define CONFIG_ROUTE_BODY_MAX (64 * 1024)
+#define CONFIG_ROUTES_MAX 48
+
+struct config_header {
+    char *name;
+    char *value;
+};
+
+/* One entry of the config file's "routes": replaces the built-in route of the same path, or
+ * adds one. Strings are owned by the config (freed by config_cleanup). */
+struct config_route {
+    char *path;
+    char *method; /* NULL: any method */
+    unsigned status;
+    char *body; /* NULL: "OK" */
+    size_t body_len;
+    int has_delay;
+    struct delay_spec delay;
+    size_t nheaders;
+    struct config_header headers[CONFIG_ROUTE_HEADERS];
+};
+
 enum config_engine {
     CONFIG_ENGINE_MHD = 0, /* slowsrv: libmicrohttpd */
     CONFIG_ENGINE_H2O,     /* slowsrv-h2o: libh2o */
@@ -57,11 +86,21 @@ struct config {
     int seed_set;             /* 1 if --seed was given; else `seed` is random per start */
     uint64_t grace_us;        /* drain time on SIGTERM */
     uint64_t idle_timeout_us; /* close a connection silent this long; 0: never */
+    int no_overrides;         /* 1: ignore per-request delay=, status=, size= and headers */
+    uint64_t max_size;        /* ceiling of size= */
+    double error_rate;        /* share of requests answered error_status, 0..1 */
+    unsigned error_status;
+    unsigned workers; /* requests in service at once; 0: unbounded */
+    unsigned queue;   /* requests waiting for a worker, FIFO */
+    enum config_overflow overflow;
+    size_t nroutes; /* routes from the config file */
+    struct config_route *routes;
     enum log_level log_level;
-    char tls_cert[CONFIG_PATH_LEN];   /* PEM certificate chain; "" for cleartext */
-    char tls_key[CONFIG_PATH_LEN];    /* PEM private key; set exactly when tls_cert is */
-    char spool_dir[CONFIG_PATH_LEN];  /* slowsrv-h2o: where libh2o spools large bodies */
-    char check_file[CONFIG_PATH_LEN]; /* the file named by --check-config, for messages */
+    char tls_cert[CONFIG_PATH_LEN];    /* PEM certificate chain; "" for cleartext */
+    char tls_key[CONFIG_PATH_LEN];     /* PEM private key; set exactly when tls_cert is */
+    char spool_dir[CONFIG_PATH_LEN];   /* slowsrv-h2o: where libh2o spools large bodies */
+    char check_file[CONFIG_PATH_LEN];  /* the file named by --check-config, for messages */
+    char config_file[CONFIG_PATH_LEN]; /* the config file read, "" if none */
 };
 
 /* Built-in defaults, before any source is applied. */
@@ -72,7 +111,8 @@ extern const struct config config_defaults;
  * --config, --check-config or SLOWSRV_CONFIG. Fills *cfg and *action and returns 0; or returns
  * -EINVAL and writes one line naming the source, key and reason into err (errlen bytes), e.g.
  * "cfg.json: delay: bad duration '1sec' (...)". `random_seed` is used when no seed is given.
- * Not thread-safe (getopt); call once, from main, before any thread starts. */
+ * Not thread-safe (getopt); call once, from main, before any thread starts. On success the
+ * caller releases the struct with config_cleanup(). */
 int config_load(struct config *cfg, enum config_engine engine, int argc, char **argv,
                 char *const *envp, uint64_t random_seed, enum config_action *action, char *err,
                 size_t errlen);
@@ -82,6 +122,9 @@ int config_load(struct config *cfg, enum config_engine engine, int argc, char **
  * err (errlen bytes). */
 int config_read_file(const char *path, size_t max, char **out, size_t *len, char *err,
                      size_t errlen);
+
+/* Frees what config_load allocated (the routes). The struct may be loaded again afterwards. */
+void config_cleanup(struct config *cfg);
 
 /* Writes the --help text for `program` on `engine` to `out`. */
 void config_usage(FILE *out, const char *program, enum config_engine engine);

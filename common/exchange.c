@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 void exchange_begin(struct exchange *x, struct route_table *t, struct stats_shard *sh,
-                    const char *method, const char *path, size_t path_len)
+                    const struct route_request *rq)
 {
     timer_node_init(&x->timer);
     x->state = EXCHANGE_NEW;
@@ -12,7 +12,7 @@ void exchange_begin(struct exchange *x, struct route_table *t, struct stats_shar
     x->shard = sh;
     x->upload = NULL;
     x->decided_at = 0;
-    route_plan(t, method, path, path_len, &x->plan);
+    route_plan(t, rq, &x->plan);
     stats_request_begin(sh, x->plan.stats_id);
 }
 
@@ -21,6 +21,11 @@ static void take_answer(struct exchange *x)
 {
     struct upload_answer ans;
     upload_finish(x->upload, &ans);
+    /* An upload error is answered at once; a success keeps the plan's delay (?delay=). */
+    if (ans.status != 200) {
+        x->plan.delay_us = 0;
+        x->plan.timing = NULL;
+    }
     x->plan.status = (unsigned)ans.status;
     x->plan.content_type = ans.content_type;
     x->plan.body = ans.body;

@@ -40,10 +40,10 @@ struct exchange {
     struct plan plan;
 };
 
-/* Plans the answer to method/path through t and counts the request on shard sh (which must
- * outlive the exchange). */
+/* Plans the answer to rq through t and counts the request on shard sh (which must outlive the
+ * exchange). rq is only read during the call. */
 void exchange_begin(struct exchange *x, struct route_table *t, struct stats_shard *sh,
-                    const char *method, const char *path, size_t path_len);
+                    const struct route_request *rq);
 
 /* Queues x's timer in heap h to fire plan.delay_us after now_us. Returns 0 (x is WAITING), or
  * -ENOSPC if the heap is full (x is CANCELLED; the engine closes the connection). */

@@ -1,15 +1,35 @@
 #include "route.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "timer.h"
 
 static const char ct_text[] = "text/plain";
 static const char ct_json[] = "application/json";
 
-static void add(struct route_table *t, const char *path, const char *method, enum route_kind kind,
-                const char *body, const struct delay_spec *delay)
+/* Streams of the counter-based generator, so different decisions on one request never share a
+ * draw: the route's delay, an override's delay, the error-rate coin. */
+#define STREAM_DELAY 0ULL
+#define STREAM_OVERRIDE (1ULL << 32)
+#define STREAM_ERROR (2ULL << 32)
+
+static void set_delay(struct route *r, const struct delay_spec *delay)
+{
+    r->delayed = 1;
+    r->delay = *delay;
+    r->timing[0] = '\0';
+    if (delay_spec_is_fixed(delay)) {
+        char ms[32];
+        delay_format_ms(delay_spec_draw(delay, 0, 0, 0), ms, sizeof ms);
+        snprintf(r->timing, sizeof r->timing, "delay;dur=%s", ms);
+    }
+}
+
+static struct route *add(struct route_table *t, const char *path, const char *method,
+                         enum route_kind kind, const char *body, const struct delay_spec *delay)
 {
     struct route *r = &t->routes[t->count];
     memset(r, 0, sizeof *r);
@@ -21,32 +41,71 @@ static void add(struct route_table *t, const char *path, const char *method, enu
     r->body = body;
     r->body_len = body ? strlen(body) : 0;
     r->counted = 1;
-    if (delay) {
-        r->delayed = 1;
-        r->delay = *delay;
-        if (delay_spec_is_fixed(delay)) {
-            char ms[32];
-            delay_format_ms(delay_spec_draw(delay, 0, 0, 0), ms, sizeof ms);
-            snprintf(r->timing, sizeof r->timing, "delay;dur=%s", ms);
-        }
-    }
+    if (delay)
+        set_delay(r, delay);
     atomic_init(&t->seq[t->count], 0);
     t->count++;
+    return r;
+}
+
+/* A config route replaces the built-in one of its path, or is added. */
+static void add_configured(struct route_table *t, const struct config_route *c)
+{
+    struct route *r = NULL;
+    for (size_t i = 0; i < t->count; i++)
+        if (strcmp(t->routes[i].path, c->path) == 0)
+            r = &t->routes[i];
+    if (!r && t->count == ROUTE_MAX)
+        return;
+    if (!r)
+        r = add(t, c->path, NULL, ROUTE_STATIC, NULL, NULL);
+    memset(r, 0, sizeof *r);
+    r->path = c->path;
+    r->method = c->method;
+    r->kind = ROUTE_STATIC;
+    r->status = c->status;
+    r->content_type = ct_text;
+    r->body = c->body ? c->body : "";
+    r->body_len = c->body ? c->body_len : 0;
+    r->counted = 1;
+    if (c->has_delay)
+        set_delay(r, &c->delay);
+    /* Content-Type goes where the engines put it; the others are sent as given. */
+    for (size_t h = 0; h < c->nheaders; h++) {
+        if (strcasecmp(c->headers[h].name, "Content-Type") == 0)
+            r->content_type = c->headers[h].value;
+        else
+            r->own_headers[r->nheaders++] = c->headers[h];
+    }
+    r->headers = r->own_headers;
 }
 
 void route_table_init(struct route_table *t, const struct config *cfg)
 {
     t->count = 0;
     t->seed = cfg->seed;
+    t->max_delay_us = cfg->max_delay_us;
+    t->overrides = !cfg->no_overrides;
+    t->max_size = cfg->max_size;
+    t->error_rate = cfg->error_rate;
+    t->error_status = cfg->error_status;
+    atomic_init(&t->filler, NULL);
     add(t, "/test", "GET", ROUTE_STATIC, "ok", &cfg->delay);
     add(t, "/write", "POST", ROUTE_UPLOAD, NULL, NULL);
     add(t, "/", NULL, ROUTE_STATIC, "OK", NULL);
     add(t, "/echo", NULL, ROUTE_STATIC, "OK", NULL);
-    add(t, "/healthz", "GET", ROUTE_STATIC, "ok", NULL);
-    t->routes[t->count - 1].counted = 0;
-    add(t, "/stats", "GET", ROUTE_STATS, NULL, NULL);
-    t->routes[t->count - 1].counted = 0;
-    t->routes[t->count - 1].content_type = ct_json;
+    add(t, "/healthz", "GET", ROUTE_STATIC, "ok", NULL)->counted = 0;
+    struct route *st = add(t, "/stats", "GET", ROUTE_STATS, NULL, NULL);
+    st->counted = 0;
+    st->content_type = ct_json;
+    for (size_t i = 0; i < cfg->nroutes; i++)
+        add_configured(t, &cfg->routes[i]);
+}
+
+void route_table_cleanup(struct route_table *t)
+{
+    free(atomic_load(&t->filler));
+    atomic_store(&t->filler, NULL);
 }
 
 size_t route_stats_count(const struct route_table *t)
@@ -85,26 +144,170 @@ static void plan_error(struct plan *out, unsigned status, const char *msg)
     out->content_type = ct_json;
     out->body_len = route_error_json(out->text, sizeof out->text, status, msg);
     out->body = out->text;
+    out->headers = NULL;
+    out->nheaders = 0;
+    out->delay_us = 0;
+    out->timing = NULL;
+    out->cacheable = 0;
 }
 
-void route_plan(struct route_table *t, const char *method, const char *path, size_t path_len,
-                struct plan *out)
+static int hexval(char c)
 {
-    const char *q = memchr(path, '?', path_len);
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+long route_query_param(const char *query, size_t len, const char *name, char *buf, size_t buflen)
+{
+    size_t nlen = strlen(name);
+    const char *p = query, *end = query + len;
+    while (p < end) {
+        const char *amp = memchr(p, '&', (size_t)(end - p));
+        const char *stop = amp ? amp : end;
+        const char *eq = memchr(p, '=', (size_t)(stop - p));
+        const char *kend = eq ? eq : stop;
+        if ((size_t)(kend - p) == nlen && memcmp(p, name, nlen) == 0) {
+            size_t n = 0;
+            for (const char *v = eq ? eq + 1 : stop; v < stop && n + 1 < buflen; v++) {
+                if (*v == '%' && stop - v >= 3 && hexval(v[1]) >= 0 && hexval(v[2]) >= 0) {
+                    buf[n++] = (char)(hexval(v[1]) * 16 + hexval(v[2]));
+                    v += 2;
+                } else {
+                    buf[n++] = *v == '+' ? ' ' : *v;
+                }
+            }
+            buf[n] = '\0';
+            return (long)n;
+        }
+        p = stop + 1;
+    }
+    return -1;
+}
+
+/* An override from the query (which wins) or its header. */
+static long override_input(const struct route_request *rq, const char *param, const char *header,
+                           char *buf, size_t len)
+{
+    long n = rq->lookup(rq->ctx, ROUTE_QUERY, param, buf, len);
+    if (n < 0 && header)
+        n = rq->lookup(rq->ctx, ROUTE_HEADER, header, buf, len);
+    return n;
+}
+
+static const char *filler(struct route_table *t)
+{
+    char *f = atomic_load(&t->filler);
+    if (f)
+        return f;
+    char *mine = malloc(t->max_size ? t->max_size : 1);
+    if (!mine)
+        return NULL;
+    static const char pattern[] = "slowsrv filler 0123456789 abcdefghijklmnopqrstuvwxyz\n";
+    for (size_t i = 0; i < t->max_size; i++)
+        mine[i] = pattern[i % (sizeof pattern - 1)];
+    char *expected = NULL;
+    if (atomic_compare_exchange_strong(&t->filler, &expected, mine))
+        return mine;
+    free(mine);
+    return expected;
+}
+
+static uint64_t clamp_draw(const struct route_table *t, uint64_t us)
+{
+    return us > t->max_delay_us ? t->max_delay_us : us;
+}
+
+/* Applies ?delay=, ?status=, ?size= and their headers. Returns 0, or fills a 400 and returns
+ * -1. `index` numbers the request in its route. */
+static int apply_overrides(struct route_table *t, const struct route_request *rq, size_t id,
+                           uint64_t *index, struct plan *out)
+{
+    char val[128], msg[160];
+    if (override_input(rq, "delay", "X-Slowsrv-Delay", val, sizeof val) >= 0) {
+        struct delay_spec spec;
+        char why[128];
+        if (delay_spec_parse(&spec, val, why, sizeof why) != 0) {
+            snprintf(msg, sizeof msg, "delay: %s", why);
+            plan_error(out, 400, msg);
+            return -1;
+        }
+        uint64_t max = delay_spec_max_us(&spec);
+        if (max == UINT64_MAX)
+            max = spec.a_us; /* unbounded: the mean or median must fit */
+        if (max > t->max_delay_us) {
+            char a[32], b[32];
+            delay_format_ms(max, a, sizeof a);
+            delay_format_ms(t->max_delay_us, b, sizeof b);
+            snprintf(msg, sizeof msg, "delay: %s ms is over --max-delay %s ms", a, b);
+            plan_error(out, 400, msg);
+            return -1;
+        }
+        if (*index == UINT64_MAX)
+            *index = atomic_fetch_add_explicit(&t->seq[id], 1, memory_order_relaxed);
+        out->delay_us =
+            clamp_draw(t, delay_spec_draw(&spec, t->seed, STREAM_OVERRIDE | id, *index));
+        char ms[32];
+        delay_format_ms(out->delay_us, ms, sizeof ms);
+        snprintf(out->timing_buf, sizeof out->timing_buf, "delay;dur=%s", ms);
+        out->timing = out->timing_buf;
+        out->cacheable = 0;
+    }
+    if (override_input(rq, "status", "X-Slowsrv-Status", val, sizeof val) >= 0) {
+        char *end;
+        unsigned long code = strtoul(val, &end, 10);
+        if (end == val || *end || code < 100 || code > 599 || val[0] == '-' || val[0] == '+') {
+            snprintf(msg, sizeof msg, "status: '%.40s' is not an HTTP status from 100 to 599", val);
+            plan_error(out, 400, msg);
+            return -1;
+        }
+        out->status = (unsigned)code;
+        out->cacheable = 0;
+    }
+    if (override_input(rq, "size", NULL, val, sizeof val) >= 0) {
+        char *end;
+        unsigned long long n = strtoull(val, &end, 10);
+        if (end == val || *end || val[0] == '-' || val[0] == '+' || n > t->max_size) {
+            snprintf(msg, sizeof msg, "size: '%.40s' is not a byte count from 0 to --max-size %llu",
+                     val, (unsigned long long)t->max_size);
+            plan_error(out, 400, msg);
+            return -1;
+        }
+        const char *f = n ? filler(t) : "";
+        if (!f) {
+            plan_error(out, 503, "out of memory for size=");
+            return -1;
+        }
+        out->body = f;
+        out->body_len = (size_t)n;
+        out->content_type = ct_text;
+        out->cacheable = 0;
+    }
+    /* Answers that carry no body by definition. */
+    if (out->status < 200 || out->status == 204 || out->status == 304)
+        out->body_len = 0;
+    return 0;
+}
+
+void route_plan(struct route_table *t, const struct route_request *rq, struct plan *out)
+{
+    size_t path_len = rq->target_len;
+    const char *q = memchr(rq->target, '?', path_len);
     if (q)
-        path_len = (size_t)(q - path);
+        path_len = (size_t)(q - rq->target);
 
     out->route = NULL;
     out->stats_id = ROUTE_STATS_OTHER(t);
-    out->delay_us = 0;
-    out->timing = NULL;
     out->allow = NULL;
-    out->cacheable = 0;
 
     const struct route *r = NULL;
     for (size_t i = 0; i < t->count; i++) {
         if (strlen(t->routes[i].path) == path_len &&
-            memcmp(t->routes[i].path, path, path_len) == 0) {
+            memcmp(t->routes[i].path, rq->target, path_len) == 0) {
             r = &t->routes[i];
             break;
         }
@@ -113,7 +316,7 @@ void route_plan(struct route_table *t, const char *method, const char *path, siz
         plan_error(out, 404, "no such route; try /test, /write, /echo or /healthz");
         return;
     }
-    if (!method_matches(r->method, method)) {
+    if (!method_matches(r->method, rq->method)) {
         char msg[64];
         snprintf(msg, sizeof msg, "method not allowed; use %s", r->method);
         plan_error(out, 405, msg);
@@ -122,6 +325,7 @@ void route_plan(struct route_table *t, const char *method, const char *path, siz
     }
 
     size_t id = (size_t)(r - t->routes);
+    uint64_t index = UINT64_MAX; /* taken from seq[id] when a draw needs it */
     out->route = r;
     out->route_id = id;
     out->stats_id = r->counted ? id : STATS_UNCOUNTED;
@@ -129,25 +333,43 @@ void route_plan(struct route_table *t, const char *method, const char *path, siz
     out->content_type = r->content_type;
     out->body = r->body;
     out->body_len = r->body_len;
+    out->headers = r->headers;
+    out->nheaders = r->nheaders;
     out->action = r->kind == ROUTE_UPLOAD  ? PLAN_UPLOAD
                   : r->kind == ROUTE_STATS ? PLAN_STATS
                                            : PLAN_RESPOND;
     out->cacheable = r->kind == ROUTE_STATIC;
-    if (!r->delayed)
-        return;
-    if (r->timing[0]) {
+    out->delay_us = 0;
+    out->timing = NULL;
+    if (r->delayed && r->timing[0]) {
         out->delay_us = r->delay.a_us;
         out->timing = r->timing;
-        return;
+    } else if (r->delayed) {
+        /* A random delay: number the request within its route so the draw is reproducible. */
+        char ms[32];
+        index = atomic_fetch_add_explicit(&t->seq[id], 1, memory_order_relaxed);
+        out->delay_us =
+            clamp_draw(t, delay_spec_draw(&r->delay, t->seed, STREAM_DELAY | id, index));
+        delay_format_ms(out->delay_us, ms, sizeof ms);
+        snprintf(out->timing_buf, sizeof out->timing_buf, "delay;dur=%s", ms);
+        out->timing = out->timing_buf;
+        out->cacheable = 0;
     }
-    /* A random delay: number the request within its route so the draw is reproducible. */
-    uint64_t index = atomic_fetch_add_explicit(&t->seq[id], 1, memory_order_relaxed);
-    char ms[32];
-    out->delay_us = delay_spec_draw(&r->delay, t->seed, id, index);
-    delay_format_ms(out->delay_us, ms, sizeof ms);
-    snprintf(out->timing_buf, sizeof out->timing_buf, "delay;dur=%s", ms);
-    out->timing = out->timing_buf;
-    out->cacheable = 0;
+    if (r->counted && t->overrides && rq->lookup && apply_overrides(t, rq, id, &index, out) != 0)
+        return;
+    if (r->counted && t->error_rate > 0 && out->action == PLAN_RESPOND) {
+        if (index == UINT64_MAX)
+            index = atomic_fetch_add_explicit(&t->seq[id], 1, memory_order_relaxed);
+        uint64_t coin = delay_random(t->seed, STREAM_ERROR | id, index);
+        if ((double)(coin >> 11) * (1.0 / 9007199254740992.0) < t->error_rate) {
+            /* The injected error still takes the request's delay, as a real failure would. */
+            uint64_t delay = out->delay_us;
+            const char *timing = out->timing;
+            plan_error(out, t->error_status, "injected by --error-rate");
+            out->delay_us = delay;
+            out->timing = timing;
+        }
+    }
 }
 
 const char *route_reason(unsigned status)

@@ -1,10 +1,16 @@
 /*
- * route: what to answer, and after how long. Given a request's method and path, route_plan()
- * fills a struct plan (status, headers, body, delay) that an engine carries out through its HTTP
- * library without making any decision of its own.
+ * route: what to answer, and after how long. Given a request's method, target and a way to read
+ * its query parameters and headers, route_plan() fills a struct plan (status, headers, body,
+ * delay) that an engine carries out through its HTTP library without deciding anything itself.
  *
- * The table is built once from the config and then only read, except for per-route request
- * counters (atomic) that number the random delay draws; so any thread may plan through it.
+ * The table is built once from the config (the built-in routes, replaced or extended by the
+ * config file's "routes") and then only read, except for per-route counters (atomic) that number
+ * the random draws, and a filler buffer for ?size= made on first use; any thread may plan.
+ *
+ * Per-request overrides, unless --no-overrides: query delay=, status=, size= and the headers
+ * X-Slowsrv-Delay, X-Slowsrv-Status (the query wins). A value out of range gets 400 naming the
+ * parameter, never a clamp. Draws of the unbounded distributions (normal, log-normal) are
+ * truncated at 0 and at --max-delay.
  */
 #ifndef SLOWSRV_ROUTE_H
 #define SLOWSRV_ROUTE_H
@@ -34,17 +40,26 @@ struct route {
     const char *content_type;
     const char *body;
     size_t body_len;
+    const struct config_header *headers; /* extra answer headers, from the config */
+    size_t nheaders;
     int counted;                   /* 0 for /healthz and /stats: never counted as load */
     int delayed;                   /* 1 if the route waits and carries Server-Timing */
     struct delay_spec delay;       /* when delayed */
     char timing[ROUTE_TIMING_LEN]; /* Server-Timing value of a fixed delay, else "" */
+    struct config_header own_headers[CONFIG_ROUTE_HEADERS];
 };
 
 struct route_table {
     struct route routes[ROUTE_MAX];
     size_t count;
     uint64_t seed;
+    uint64_t max_delay_us;
+    int overrides; /* 1 unless --no-overrides */
+    uint64_t max_size;
+    double error_rate;
+    unsigned error_status;
     _Atomic uint64_t seq[ROUTE_MAX]; /* requests planned per route: the draw index */
+    _Atomic(char *) filler;          /* max_size bytes for ?size=, made on first use */
 };
 
 /* Stats id shared by every request that matched no route (404) or no method (405). */
@@ -52,7 +67,7 @@ struct route_table {
 
 enum plan_action {
     PLAN_RESPOND = 0, /* answer status/body after delay_us */
-    PLAN_UPLOAD,      /* read the body through an upload (upload.h), then answer its result */
+    PLAN_UPLOAD,      /* read the body through an upload (exchange.h), then answer its result */
     PLAN_STATS,       /* answer route_stats_json() */
 };
 
@@ -65,32 +80,61 @@ struct plan {
     const char *content_type;
     const char *body; /* valid as long as the plan and the table */
     size_t body_len;
+    const struct config_header *headers; /* extra headers to send, valid as long as the table */
+    size_t nheaders;
     uint64_t delay_us;  /* 0: answer at once */
     const char *timing; /* Server-Timing header value, or NULL for none */
     const char *allow;  /* Allow header value for 405, or NULL */
     int cacheable;      /* 1 if this is the route's default answer: an engine may reuse one
                            prebuilt response per route for it */
     char timing_buf[ROUTE_TIMING_LEN];
-    char text[160]; /* storage for bodies built per request */
+    char text[192]; /* storage for bodies built per request */
 };
 
-/* Fills *t with the built-in routes configured by cfg: GET /test, POST /write, any method /
- * and /echo, GET /healthz, GET /stats. */
+/* Where a lookup reads. */
+enum route_input {
+    ROUTE_QUERY = 0, /* a query parameter, percent-decoded */
+    ROUTE_HEADER,    /* a request header, by case-insensitive name */
+};
+
+/* Reads input `name` of the request into buf (len bytes, NUL-terminated, truncated to fit).
+ * Returns the value's length, or -1 if the request has no such input. */
+typedef long (*route_lookup_fn)(void *ctx, enum route_input kind, const char *name, char *buf,
+                                size_t len);
+
+/* What route_plan needs to know of a request. */
+struct route_request {
+    const char *method; /* NUL-terminated */
+    const char *target; /* path, optionally followed by '?' and the query */
+    size_t target_len;
+    route_lookup_fn lookup; /* NULL: the request has no query parameters or headers to read */
+    void *ctx;
+};
+
+/* Fills *t with the built-in routes (GET /test, POST /write, any method / and /echo,
+ * GET /healthz, GET /stats) as configured by cfg, then cfg's "routes", which replace a built-in
+ * route of the same path or are added. cfg must outlive the table. */
 void route_table_init(struct route_table *t, const struct config *cfg);
+
+/* Frees what the table made on demand. */
+void route_table_cleanup(struct route_table *t);
 
 /* Number of stats ids the table needs: one per route plus ROUTE_STATS_OTHER. */
 size_t route_stats_count(const struct route_table *t);
+
+/* Plans the answer to rq. Always fills *out: an unknown path gives 404, a wrong method 405, an
+ * override out of range 400, each with a JSON error body. Thread-safe. */
+void route_plan(struct route_table *t, const struct route_request *rq, struct plan *out);
+
+/* Finds query parameter `name` in query[0..len) (the part after '?') and writes its
+ * percent-decoded value into buf as a route_lookup_fn does. For engines whose library hands
+ * over the raw query. */
+long route_query_param(const char *query, size_t len, const char *name, char *buf, size_t buflen);
 
 /* The body of GET /stats for the counters `st` (sized by route_stats_count) of table t, started
  * at started_us (timer_now_us clock). Returns a malloc'd JSON string the caller frees with
  * free(), or NULL if out of memory. */
 char *route_stats_json(const struct route_table *t, const struct stats *st, uint64_t started_us);
-
-/* Plans the answer to `method` on `path` (path_len bytes; anything from a '?' on is ignored).
- * Always fills *out: an unknown path gives 404, a wrong method 405, both with a JSON error body.
- * Thread-safe. */
-void route_plan(struct route_table *t, const char *method, const char *path, size_t path_len,
-                struct plan *out);
 
 /* Returns the standard reason phrase of an HTTP status ("Not Found"), "Unknown" if none. */
 const char *route_reason(unsigned status);

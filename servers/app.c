@@ -37,13 +37,16 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     switch (action) {
     case CONFIG_ACTION_HELP:
         config_usage(stdout, engine->program, engine->engine);
+        config_cleanup(&cfg);
         return 0;
     case CONFIG_ACTION_VERSION:
         printf("%s %s (engine %s, %s)\n", engine->program, SLOWSRV_VERSION, engine->name,
                engine->library());
+        config_cleanup(&cfg);
         return 0;
     case CONFIG_ACTION_CHECK:
         printf("%s: ok\n", cfg.check_file);
+        config_cleanup(&cfg);
         return 0;
     case CONFIG_ACTION_RUN:
         break;
@@ -61,6 +64,7 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     if (rc != 0) {
         fprintf(stderr, "%s: %s%s\n", engine->program, err,
                 rc == -EADDRINUSE ? " (another server has it; pick another --port)" : "");
+        config_cleanup(&cfg);
         return rc == -EINVAL ? 2 : 1;
     }
     char url[300];
@@ -75,6 +79,7 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
         (unsigned long long)(cfg.grace_us / 1000));
     engine->stop(srv);
     engine->free(srv);
+    config_cleanup(&cfg);
     LOG(&lg, LOG_LEVEL_INFO, "stopped");
     return 0;
 }

@@ -88,14 +88,20 @@ static void arm_timer(struct h2o_loop *loop)
     loop->armed_us = due;
 }
 
+/* Copies n bytes of s into dst lowercased: libh2o keeps header names that way. */
+static void lowercase(char *dst, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] - 'A' + 'a' : s[i]);
+}
+
 /* `name` in its canonical case ("Content-Type"): HTTP/1 sends it as given, HTTP/2 lowercased. */
 static void add_header(h2o_req_t *req, const char *name, const char *value)
 {
-    char *lower = h2o_mem_alloc_pool(&req->pool, strlen(name) + 1);
-    for (size_t i = 0; i <= strlen(name); i++)
-        lower[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] - 'A' + 'a' : name[i]);
-    h2o_add_header_by_str(&req->pool, &req->res.headers, lower, strlen(lower), 1, name, value,
-                          strlen(value));
+    size_t n = strlen(name);
+    char *lower = h2o_mem_alloc_pool(&req->pool, n);
+    lowercase(lower, name, n);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, lower, n, 1, name, value, strlen(value));
 }
 
 static void send_answer(struct h2o_request *r, unsigned status, const char *content_type,
@@ -111,6 +117,8 @@ static void send_answer(struct h2o_request *r, unsigned status, const char *cont
         add_header(req, "Server-Timing", p->timing);
     if (p->allow)
         add_header(req, "Allow", p->allow);
+    for (size_t i = 0; i < p->nheaders; i++)
+        add_header(req, p->headers[i].name, p->headers[i].value);
     exchange_answer(&r->x);
     h2o_send_inline(req, body, len);
 }
@@ -130,6 +138,18 @@ static void respond(struct h2o_request *r)
         return;
     }
     send_answer(r, p->status, p->content_type, p->body, p->body_len);
+}
+
+static void arm_timer(struct h2o_loop *loop);
+
+/* Queues the request's delay; on_timer answers it. */
+static void wait_then_respond(struct h2o_request *r)
+{
+    if (exchange_wait(&r->x, &r->loop->timers, timer_now_us()) != 0) {
+        h2o_send_error_503(r->req, "Service Unavailable", "too many waiting requests", 0);
+        return;
+    }
+    arm_timer(r->loop);
 }
 
 /* POST /write: libh2o has already read the whole body into req->entity. */
@@ -153,7 +173,10 @@ static void respond_upload(struct h2o_request *r)
     }
     if (rc == 0 && exchange_upload_feed(&r->x, req->entity.base, req->entity.len) == 0)
         exchange_upload_finish(&r->x);
-    respond(r);
+    if (r->x.plan.delay_us)
+        wait_then_respond(r);
+    else
+        respond(r);
 }
 
 static void on_dispose(void *p)
@@ -193,6 +216,28 @@ static void on_timer(h2o_socket_t *sock, const char *err)
     arm_timer(loop);
 }
 
+static long on_lookup(void *ctx, enum route_input kind, const char *name, char *buf, size_t len)
+{
+    h2o_req_t *req = ctx;
+    if (kind == ROUTE_QUERY) {
+        if (req->query_at == SIZE_MAX)
+            return -1;
+        return route_query_param(req->path.base + req->query_at + 1,
+                                 req->path.len - req->query_at - 1, name, buf, len);
+    }
+    char lower[64];
+    size_t n = strlen(name) < sizeof lower ? strlen(name) : sizeof lower;
+    lowercase(lower, name, n);
+    ssize_t i = h2o_find_header_by_str(&req->headers, lower, n, -1);
+    if (i < 0)
+        return -1;
+    h2o_iovec_t v = req->headers.entries[i].value;
+    size_t vn = v.len < len - 1 ? v.len : len - 1;
+    memcpy(buf, v.base, vn);
+    buf[vn] = '\0';
+    return (long)vn;
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     struct h2o_loop *loop =
@@ -206,7 +251,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     struct h2o_request *r = h2o_mem_alloc_shared(&req->pool, sizeof *r, on_dispose);
     r->req = req;
     r->loop = loop;
-    exchange_begin(&r->x, &loop->srv->routes, loop->shard, method, req->path.base, req->path.len);
+    struct route_request in = {method, req->path.base, req->path.len, on_lookup, req};
+    exchange_begin(&r->x, &loop->srv->routes, loop->shard, &in);
     loop->active++;
     if (r->x.plan.action == PLAN_UPLOAD) {
         respond_upload(r);
@@ -214,15 +260,10 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     }
     if (req->entity.base)
         stats_bytes_in(loop->shard, req->entity.len);
-    if (!r->x.plan.delay_us) {
+    if (r->x.plan.delay_us)
+        wait_then_respond(r);
+    else
         respond(r);
-        return 0;
-    }
-    if (exchange_wait(&r->x, &loop->timers, timer_now_us()) != 0) {
-        h2o_send_error_503(req, "Service Unavailable", "too many waiting requests", 0);
-        return 0;
-    }
-    arm_timer(loop);
     return 0;
 }
 
@@ -524,6 +565,7 @@ void h2o_server_free(struct h2o_server *srv)
         timer_heap_cleanup(&loop->timers);
     }
     free(srv->loops);
+    route_table_cleanup(&srv->routes);
     if (srv->globalconf.hosts)
         h2o_config_dispose(&srv->globalconf);
     if (srv->ssl_ctx)

@@ -94,17 +94,23 @@ static void loop_unlock(struct mhd_loop *loop)
         pthread_mutex_unlock(&loop->lock);
 }
 
-static struct MHD_Response *build_response(const struct plan *p)
+static void add_plan_headers(struct MHD_Response *resp, const struct plan *p)
 {
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        p->body_len, (void *)(uintptr_t)p->body, MHD_RESPMEM_MUST_COPY);
-    if (!resp)
-        return NULL;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, p->content_type);
     if (p->timing)
         MHD_add_response_header(resp, "Server-Timing", p->timing);
     if (p->allow)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, p->allow);
+    for (size_t i = 0; i < p->nheaders; i++)
+        MHD_add_response_header(resp, p->headers[i].name, p->headers[i].value);
+}
+
+static struct MHD_Response *build_response(const struct plan *p)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        p->body_len, (void *)(uintptr_t)p->body, MHD_RESPMEM_MUST_COPY);
+    if (resp)
+        add_plan_headers(resp, p);
     return resp;
 }
 
@@ -122,14 +128,14 @@ static int build_cache(struct mhd_server *srv, struct MHD_Response **cache)
         p.body = r->body;
         p.body_len = r->body_len;
         p.timing = r->timing[0] ? r->timing : NULL;
+        p.headers = r->headers;
+        p.nheaders = r->nheaders;
         /* The body is the route table's static text: persistent, no copy. */
         cache[i] = MHD_create_response_from_buffer(p.body_len, (void *)(uintptr_t)p.body,
                                                    MHD_RESPMEM_PERSISTENT);
         if (!cache[i])
             return -ENOMEM;
-        MHD_add_response_header(cache[i], MHD_HTTP_HEADER_CONTENT_TYPE, p.content_type);
-        if (p.timing)
-            MHD_add_response_header(cache[i], "Server-Timing", p.timing);
+        add_plan_headers(cache[i], &p);
     }
     return 0;
 }
@@ -231,6 +237,20 @@ static enum MHD_Result start_delay(struct request *rq)
     return MHD_YES;
 }
 
+static long on_lookup(void *ctx, enum route_input kind, const char *name, char *buf, size_t len)
+{
+    const char *v = MHD_lookup_connection_value(
+        ctx, kind == ROUTE_QUERY ? MHD_GET_ARGUMENT_KIND : MHD_HEADER_KIND, name);
+    if (!v)
+        return -1;
+    size_t n = strlen(v);
+    if (n >= len)
+        n = len - 1;
+    memcpy(buf, v, n);
+    buf[n] = '\0';
+    return (long)n;
+}
+
 static enum MHD_Result begin_upload(struct request *rq)
 {
     const char *ctype =
@@ -270,7 +290,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return MHD_NO;
         rq->conn = conn;
         rq->loop = loop;
-        exchange_begin(&rq->x, &loop->srv->routes, loop->shard, method, url, strlen(url));
+        struct route_request in = {method, url, strlen(url), on_lookup, conn};
+        exchange_begin(&rq->x, &loop->srv->routes, loop->shard, &in);
         atomic_fetch_add_explicit(&loop->active, 1, memory_order_relaxed);
         *req_cls = rq;
         if (rq->x.plan.action == PLAN_UPLOAD)
@@ -294,7 +315,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (rq->x.answered) /* answered from the headers alone */
             return MHD_YES;
         exchange_upload_finish(&rq->x);
-        return respond(rq);
+        return rq->x.plan.delay_us ? start_delay(rq) : respond(rq);
     }
     switch (rq->x.state) {
     case EXCHANGE_NEW:
@@ -635,6 +656,7 @@ void mhd_server_free(struct mhd_server *srv)
         }
     }
     free(srv->loops);
+    route_table_cleanup(&srv->routes);
     free(srv->tls_cert);
     free(srv->tls_key);
     stats_free(srv->stats);

@@ -209,7 +209,7 @@ static void bad_config_exit_2(void)
         {"{\"delay\": \"1sec\"}", "cfg.json: delay: bad duration '1sec'"},
         {"{\"delya\": 5}", "cfg.json: delya: unknown key"},
         {"{\"port\": 8080,\n \"delay\": }", "cfg.json:2: malformed JSON"},
-        {"{\"port\": [1]}", "cfg.json: port: must be a string or a number"},
+        {"{\"port\": [1]}", "cfg.json: port: must be a string, a number or a boolean"},
         {"[1, 2]", "cfg.json: the config must be a JSON object"},
         {"{\"threads\": 2.5}", "cfg.json: threads: '2.5' is not a whole number"},
         {"{\"model\": \"select\", \"max-connections\": 20000}",
@@ -899,6 +899,157 @@ static void binaries_answer_alike(void)
     stop_expect_clean(&b);
 }
 
+/* Per-request overrides: query delay=, status=, size= and the X-Slowsrv-* headers. */
+static void overrides_shape_each_request(void)
+{
+    struct server s;
+    struct reply r;
+    char h[64];
+    START(&s, "--delay", "0", "--max-size", "200000");
+    http_request(s.port, "GET", "/echo?delay=200ms", NULL, NULL, &r);
+    CHECK_STR(r.body, "OK");
+    CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), "delay;dur=200");
+    if (r.seconds < 0.18 || r.seconds > 0.6)
+        CHECK_FAIL_("?delay=200ms took %.3f s", r.seconds);
+    http_request(s.port, "GET", "/echo?status=418", NULL, NULL, &r);
+    CHECK_INT(r.status, 418);
+    CHECK_STR(r.body, "OK");
+    http_request(s.port, "GET", "/test?size=150000", NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(r.body_len, 150000);
+    CHECK_STR(reply_header(&r, "Content-Length", h, sizeof h), "150000");
+    const char *hdrs[] = {"X-Slowsrv-Delay: 100ms", "X-Slowsrv-Status: 503", NULL};
+    http_request(s.port, "GET", "/", NULL, hdrs, &r);
+    CHECK_INT(r.status, 503);
+    CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), "delay;dur=100");
+    static const struct {
+        const char *target, *body;
+    } bad[] = {
+        {"/echo?delay=61s",
+         "{\"error\": \"delay: 61000 ms is over --max-delay 60000 ms\", \"status\": 400}"},
+        {"/echo?status=700",
+         "{\"error\": \"status: '700' is not an HTTP status from 100 to 599\", \"status\": 400}"},
+        {"/echo?size=200001", "{\"error\": \"size: '200001' is not a byte count from 0 to "
+                              "--max-size 200000\", \"status\": 400}"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        http_request(s.port, "GET", bad[i].target, NULL, NULL, &r);
+        CHECK_INT(r.status, 400);
+        CHECK_STR(r.body, bad[i].body);
+    }
+    stop_expect_clean(&s);
+
+    START(&s, "--no-overrides");
+    http_request(s.port, "GET", "/echo?delay=5s&status=500", NULL, hdrs, &r);
+    CHECK_INT(r.status, 200);
+    CHECK(r.seconds < 1.0);
+    stop_expect_clean(&s);
+}
+
+/* Routes from the config file replace and extend the built-ins. */
+static void config_routes_are_served(void)
+{
+    struct server s;
+    struct reply r;
+    char h[64];
+    const char *path = write_file(
+        "routes.json",
+        "{\"delay\": \"20ms\", \"routes\": [{\"path\": \"/echo\", \"status\": 202, \"body\": "
+        "\"accepted\"}, {\"path\": \"/api/orders\", \"method\": \"POST\", \"status\": 201, "
+        "\"body\": \"{\\\"id\\\": 7}\", \"headers\": {\"Content-Type\": \"application/json\", "
+        "\"X-Backend\": \"slowsrv\"}, \"delay\": \"150ms\"}]}");
+    const char *args[] = {"--config", path, NULL};
+    if (server_start(&s, bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    http_request(s.port, "GET", "/echo", NULL, NULL, &r);
+    CHECK_INT(r.status, 202);
+    CHECK_STR(r.body, "accepted");
+    http_request(s.port, "POST", "/api/orders", "{}", NULL, &r);
+    CHECK_INT(r.status, 201);
+    CHECK_STR(r.body, "{\"id\": 7}");
+    CHECK_STR(reply_header(&r, "Content-Type", h, sizeof h), "application/json");
+    CHECK_STR(reply_header(&r, "X-Backend", h, sizeof h), "slowsrv");
+    CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), "delay;dur=150");
+    CHECK(r.seconds >= 0.14);
+    http_request(s.port, "GET", "/api/orders", NULL, NULL, &r);
+    CHECK_INT(r.status, 405);
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), "delay;dur=20");
+    stop_expect_clean(&s);
+
+    const char *bad = write_file("bad.json", "{\"routes\": [{\"path\": \"/a\"}, {\"path\": "
+                                             "\"/b\", \"delay\": \"soon\"}]}");
+    struct bad_case c = {{"--config", NULL}, {NULL}, "bad.json: routes[1].delay: bad duration"};
+    c.args[1] = bad;
+    expect_refused(&c, 2);
+}
+
+/* --error-rate answers that share of requests with --error-status, /healthz never. */
+static void error_rate_injects_errors(void)
+{
+    struct server s;
+    struct reply r;
+    START(&s, "--error-rate", "1", "--error-status", "502");
+    http_request(s.port, "GET", "/echo", NULL, NULL, &r);
+    CHECK_INT(r.status, 502);
+    CHECK_STR(r.body, "{\"error\": \"injected by --error-rate\", \"status\": 502}");
+    http_request(s.port, "GET", "/healthz", NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    stop_expect_clean(&s);
+
+    START(&s, "--error-rate", "0.3", "--seed", "5", "--delay", "0");
+    unsigned errors = 0;
+    for (int i = 0; i < 300; i++) {
+        http_request(s.port, "GET", "/test", NULL, NULL, &r);
+        errors += r.status == 503;
+    }
+    if (errors < 60 || errors > 120)
+        CHECK_FAIL_("%u of 300 errors at rate 0.3", errors);
+    else
+        check_passed++;
+    stop_expect_clean(&s);
+}
+
+static void timings_of(const char *binary, const char *const *args, char out[][32], size_t n)
+{
+    struct server s;
+    struct reply r;
+    if (server_start(&s, binary, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        http_request(s.port, "GET", "/test", NULL, NULL, &r);
+        if (!reply_header(&r, "Server-Timing", out[i], 32))
+            snprintf(out[i], 32, "(none)");
+    }
+    stop_expect_clean(&s);
+}
+
+/* --seed: request i of a route gets the same delay on every run and on both binaries. */
+static void seeded_delays_repeat_across_runs_and_binaries(void)
+{
+    const char *args[] = {"--seed", "42", "--delay", "1ms..40ms", NULL};
+    const char *other[] = {"--seed", "43", "--delay", "1ms..40ms", NULL};
+    char a[8][32], b[8][32], c[8][32], d[8][32];
+    timings_of(bin, args, a, 8);
+    timings_of(bin, args, b, 8);
+    timings_of(other_bin ? other_bin : bin, args, c, 8);
+    timings_of(bin, other, d, 8);
+    int differ = 0, distinct = 0;
+    for (size_t i = 0; i < 8; i++) {
+        CHECK_STR(a[i], b[i]);
+        CHECK_STR(a[i], c[i]);
+        differ += strcmp(a[i], d[i]) != 0;
+        distinct += i > 0 && strcmp(a[i], a[i - 1]) != 0;
+        CHECK(strncmp(a[i], "delay;dur=", 10) == 0);
+    }
+    CHECK(differ >= 6);
+    CHECK(distinct >= 6);
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -925,6 +1076,11 @@ static const struct {
     {"h2_thousand_streams_on_ten_connections", h2_thousand_streams_on_ten_connections},
     {"h2_reset_streams_cancel_at_once", h2_reset_streams_cancel_at_once},
     {"binaries_answer_alike", binaries_answer_alike},
+    {"overrides_shape_each_request", overrides_shape_each_request},
+    {"config_routes_are_served", config_routes_are_served},
+    {"error_rate_injects_errors", error_rate_injects_errors},
+    {"seeded_delays_repeat_across_runs_and_binaries",
+     seeded_delays_repeat_across_runs_and_binaries},
 };
 
 /* Cases run once per model: "<case>:<model>". */

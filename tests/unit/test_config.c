@@ -172,8 +172,131 @@ static void config_actions_are_recognised(void)
     CHECK_INT(action, CONFIG_ACTION_VERSION);
 }
 
+static const char *write_tmp(const char *text)
+{
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/slowsrv-cfg-XXXXXX");
+    int fd = mkstemp(path);
+    if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+        return "/nonexistent";
+    close(fd);
+    return path;
+}
+
+static void config_reads_routes_from_the_file(void)
+{
+    struct config cfg;
+    char err[CONFIG_ERR_LEN] = "";
+    const char *path = write_tmp(
+        "{\"routes\": [{\"path\": \"/a\", \"method\": \"PUT\", \"status\": 201, \"body\": \"x\","
+        " \"headers\": {\"X-A\": \"1\", \"Content-Type\": \"application/json\"},"
+        " \"delay\": \"5ms..10ms\"}, {\"path\": \"/b\", \"method\": \"*\"}]}");
+    const char *args[] = {"--config", path, NULL};
+    CHECK_INT(load(&cfg, args, NULL, err), 0);
+    CHECK_STR(err, "");
+    CHECK_INT(cfg.nroutes, 2);
+    CHECK_STR(cfg.routes[0].path, "/a");
+    CHECK_STR(cfg.routes[0].method, "PUT");
+    CHECK_INT(cfg.routes[0].status, 201);
+    CHECK_STR(cfg.routes[0].body, "x");
+    CHECK_INT(cfg.routes[0].nheaders, 2);
+    CHECK_STR(cfg.routes[0].headers[0].name, "X-A");
+    CHECK_INT(cfg.routes[0].delay.kind, DELAY_UNIFORM);
+    CHECK(cfg.routes[1].method == NULL);
+    CHECK_INT(cfg.routes[1].status, 200);
+    config_cleanup(&cfg);
+    CHECK(cfg.routes == NULL);
+    unlink(path);
+}
+
+static void config_route_errors_name_the_entry(void)
+{
+    static const struct {
+        const char *text, *err;
+    } cases[] = {
+        {"{\"routes\": {}}", "routes: must be an array of route objects"},
+        {"{\"routes\": [{\"path\": \"/a\"}, {\"path\": \"/b\", \"delay\": \"1sec\"}]}",
+         "routes[1].delay: bad duration '1sec'"},
+        {"{\"routes\": [{\"method\": \"GET\"}]}", "routes[0].path: missing"},
+        {"{\"routes\": [{\"path\": \"a\"}]}", "routes[0].path: must be a string starting with /"},
+        {"{\"routes\": [{\"path\": \"/a\", \"status\": 700}]}",
+         "routes[0].status: must be an HTTP status from 100 to 599"},
+        {"{\"routes\": [{\"path\": \"/a\", \"method\": \"G T\"}]}", "routes[0].method: must be"},
+        {"{\"routes\": [{\"path\": \"/a\", \"headers\": {\"X\": \"a\\r\\nb\"}}]}",
+         "routes[0].headers.X: must be a header name with a one-line string value"},
+        {"{\"routes\": [{\"path\": \"/a\", \"colour\": 1}]}", "routes[0].colour: unknown key"},
+        {"{\"routes\": [{\"path\": \"/a\"}, {\"path\": \"/a\"}]}",
+         "routes[1].path: '/a' is already routes[0]"},
+        {"{\"routes\": [{\"path\": \"/a\", \"delay\": \"2m\"}]}",
+         "routes[0].delay: up to 120000 ms is over --max-delay 60000 ms; raise --max-delay"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct config cfg;
+        char err[CONFIG_ERR_LEN] = "";
+        const char *path = write_tmp(cases[i].text);
+        const char *args[] = {"--config", path, NULL};
+        CHECK_INT(load(&cfg, args, NULL, err), -EINVAL);
+        const char *colon = strchr(err, ' ');
+        if (!colon || strncmp(colon + 1, cases[i].err, strlen(cases[i].err)) != 0)
+            CHECK_FAIL_("got '%s', want '<file>: %s'", err, cases[i].err);
+        else
+            check_passed++;
+        unlink(path);
+    }
+}
+
+static void config_load_shaping_options(void)
+{
+    struct config cfg;
+    char err[CONFIG_ERR_LEN] = "";
+    const char *args[] = {"--no-overrides",
+                          "--max-size",
+                          "1M",
+                          "--error-rate",
+                          "0.25",
+                          "--error-status",
+                          "502",
+                          "--workers",
+                          "200",
+                          "--queue",
+                          "100",
+                          "--overflow",
+                          "reset",
+                          NULL};
+    CHECK_INT(load(&cfg, args, NULL, err), 0);
+    CHECK_INT(cfg.no_overrides, 1);
+    CHECK_U64(cfg.max_size, 1 << 20);
+    CHECK(cfg.error_rate == 0.25);
+    CHECK_INT(cfg.error_status, 502);
+    CHECK_INT(cfg.workers, 200);
+    CHECK_INT(cfg.queue, 100);
+    CHECK_INT(cfg.overflow, CONFIG_OVERFLOW_RESET);
+    const char *env[] = {"SLOWSRV_NO_OVERRIDES=false", NULL};
+    CHECK_INT(load(&cfg, NULL, env, err), 0);
+    CHECK_INT(cfg.no_overrides, 0);
+    static const struct {
+        const char *args[4];
+        const char *err;
+    } bad[] = {
+        {{"--error-rate", "1.5"}, "--error-rate: '1.5' is not a rate from 0 to 1"},
+        {{"--error-status", "99"}, "--error-status: '99' is not an HTTP status from 100 to 599"},
+        {{"--overflow", "drop"}, "--overflow: 'drop' is not 503 or reset"},
+        {{"--queue", "5"}, "queue: needs --workers"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_INT(load(&cfg, bad[i].args, NULL, err), -EINVAL);
+        if (strncmp(err, bad[i].err, strlen(bad[i].err)) != 0)
+            CHECK_FAIL_("got '%s', want '%s'", err, bad[i].err);
+        else
+            check_passed++;
+    }
+}
+
 int main(void)
 {
+    config_reads_routes_from_the_file();
+    config_route_errors_name_the_entry();
+    config_load_shaping_options();
     config_defaults_match_the_contract();
     config_flags_set_every_option();
     config_env_sits_between_file_and_flags();

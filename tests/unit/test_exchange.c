@@ -19,6 +19,12 @@ static void setup(struct fixture *f, size_t heap_max)
     timer_heap_init(&f->h, heap_max);
 }
 
+static void begin(struct exchange *x, struct fixture *f, const char *method, const char *target)
+{
+    struct route_request rq = {method, target, strlen(target), NULL, NULL};
+    exchange_begin(x, &f->t, stats_shard(f->st, 0), &rq);
+}
+
 static void teardown(struct fixture *f)
 {
     stats_free(f->st);
@@ -31,7 +37,7 @@ static void exchange_delayed_answer_counts_once(void)
     struct exchange x;
     struct stats_totals t;
     setup(&f, 4);
-    exchange_begin(&x, &f.t, stats_shard(f.st, 0), "GET", "/test", 5);
+    begin(&x, &f, "GET", "/test");
     CHECK_U64(x.plan.delay_us, 200000);
     CHECK_INT(exchange_wait(&x, &f.h, 1000), 0);
     CHECK_INT(x.state, EXCHANGE_WAITING);
@@ -60,7 +66,7 @@ static void exchange_client_gone_at_fire_is_a_cancel(void)
     struct exchange x;
     struct stats_totals t;
     setup(&f, 4);
-    exchange_begin(&x, &f.t, stats_shard(f.st, 0), "GET", "/test", 5);
+    begin(&x, &f, "GET", "/test");
     exchange_wait(&x, &f.h, 0);
     exchange_fire(exchange_of_timer(timer_heap_pop_due(&f.h, UINT64_MAX)), 1, 0);
     CHECK_INT(x.state, EXCHANGE_CANCELLED);
@@ -78,7 +84,7 @@ static void exchange_end_while_waiting_removes_the_timer(void)
     struct exchange x;
     struct stats_totals t;
     setup(&f, 4);
-    exchange_begin(&x, &f.t, stats_shard(f.st, 0), "GET", "/test", 5);
+    begin(&x, &f, "GET", "/test");
     exchange_wait(&x, &f.h, 0);
     exchange_end(&x, &f.h);
     CHECK(timer_heap_peek(&f.h) == NULL);
@@ -93,8 +99,8 @@ static void exchange_full_heap_cancels_instead_of_waiting(void)
     struct fixture f;
     struct exchange a, b;
     setup(&f, 1);
-    exchange_begin(&a, &f.t, stats_shard(f.st, 0), "GET", "/test", 5);
-    exchange_begin(&b, &f.t, stats_shard(f.st, 0), "GET", "/test", 5);
+    begin(&a, &f, "GET", "/test");
+    begin(&b, &f, "GET", "/test");
     CHECK_INT(exchange_wait(&a, &f.h, 0), 0);
     CHECK_INT(exchange_wait(&b, &f.h, 0), -ENOSPC);
     CHECK_INT(b.state, EXCHANGE_CANCELLED);
@@ -126,11 +132,11 @@ static void exchange_sleep_reports_a_cut_sleep(void)
     struct exchange x;
     uint64_t slept = 0;
     setup(&f, 1);
-    exchange_begin(&x, &f.t, stats_shard(f.st, 0), "GET", "/test", 5);
+    begin(&x, &f, "GET", "/test");
     exchange_sleep(&x, sleep_ok, &slept);
     CHECK_U64(slept, 200000);
     CHECK_INT(x.state, EXCHANGE_READY);
-    exchange_begin(&x, &f.t, stats_shard(f.st, 0), "GET", "/test", 5);
+    begin(&x, &f, "GET", "/test");
     exchange_sleep(&x, sleep_cut, NULL);
     CHECK_INT(x.state, EXCHANGE_CANCELLED);
     teardown(&f);

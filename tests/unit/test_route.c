@@ -1,7 +1,34 @@
 #include <stdlib.h>
+#include <strings.h>
 
 #include "../../common/route.h"
 #include "check.h"
+
+/* Request headers for the lookup below: "Name: value" strings, NULL-terminated. */
+static const char *const *test_headers;
+
+static long lookup(void *ctx, enum route_input kind, const char *name, char *buf, size_t len)
+{
+    const char *target = ctx;
+    if (kind == ROUTE_QUERY) {
+        const char *q = strchr(target, '?');
+        return q ? route_query_param(q + 1, strlen(q + 1), name, buf, len) : -1;
+    }
+    for (size_t i = 0; test_headers && test_headers[i]; i++) {
+        size_t n = strlen(name);
+        if (strncasecmp(test_headers[i], name, n) == 0 && test_headers[i][n] == ':') {
+            snprintf(buf, len, "%s", test_headers[i] + n + 2);
+            return (long)strlen(buf);
+        }
+    }
+    return -1;
+}
+
+static void plan(struct route_table *t, const char *method, const char *target, struct plan *p)
+{
+    struct route_request rq = {method, target, strlen(target), lookup, (void *)(uintptr_t)target};
+    route_plan(t, &rq, p);
+}
 
 static void route_plans_every_builtin(void)
 {
@@ -20,7 +47,7 @@ static void route_plans_every_builtin(void)
     } cases[] = {
         {"GET", "/test", 200, PLAN_RESPOND, 300000, "ok", "delay;dur=300"},
         {"HEAD", "/test", 200, PLAN_RESPOND, 300000, "ok", "delay;dur=300"},
-        {"GET", "/test?delay=5", 200, PLAN_RESPOND, 300000, "ok", "delay;dur=300"},
+        {"GET", "/test?x=5", 200, PLAN_RESPOND, 300000, "ok", "delay;dur=300"},
         {"POST", "/write", 200, PLAN_UPLOAD, 0, NULL, NULL},
         {"PATCH", "/", 200, PLAN_RESPOND, 0, "OK", NULL},
         {"GET", "/echo", 200, PLAN_RESPOND, 0, "OK", NULL},
@@ -35,7 +62,7 @@ static void route_plans_every_builtin(void)
          "{\"error\": \"method not allowed; use GET\", \"status\": 405}", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        route_plan(&t, cases[i].method, cases[i].path, strlen(cases[i].path), &p);
+        plan(&t, cases[i].method, cases[i].path, &p);
         CHECK_INT(p.status, cases[i].status);
         CHECK_INT(p.action, cases[i].action);
         CHECK_U64(p.delay_us, cases[i].delay_us);
@@ -55,13 +82,13 @@ static void route_health_and_stats_are_not_counted(void)
     struct route_table t;
     struct plan p;
     route_table_init(&t, &config_defaults);
-    route_plan(&t, "GET", "/healthz", 8, &p);
+    plan(&t, "GET", "/healthz", &p);
     CHECK(p.stats_id == STATS_UNCOUNTED);
-    route_plan(&t, "GET", "/stats", 6, &p);
+    plan(&t, "GET", "/stats", &p);
     CHECK(p.stats_id == STATS_UNCOUNTED);
-    route_plan(&t, "GET", "/zzz", 4, &p);
+    plan(&t, "GET", "/zzz", &p);
     CHECK_INT(p.stats_id, ROUTE_STATS_OTHER(&t));
-    route_plan(&t, "GET", "/test", 5, &p);
+    plan(&t, "GET", "/test", &p);
     CHECK_INT(p.stats_id, 0);
     CHECK_INT(p.cacheable, 1);
 }
@@ -71,9 +98,9 @@ static void route_405_names_the_allowed_methods(void)
     struct route_table t;
     struct plan p;
     route_table_init(&t, &config_defaults);
-    route_plan(&t, "PUT", "/test", 5, &p);
+    plan(&t, "PUT", "/test", &p);
     CHECK_STR(p.allow, "GET, HEAD");
-    route_plan(&t, "GET", "/write", 6, &p);
+    plan(&t, "GET", "/write", &p);
     CHECK_STR(p.allow, "POST");
 }
 
@@ -89,8 +116,8 @@ static void route_random_delays_number_requests_per_route(void)
     route_table_init(&b, &cfg);
     int differ = 0;
     for (uint64_t i = 0; i < 50; i++) {
-        route_plan(&a, "GET", "/test", 5, &p);
-        route_plan(&b, "GET", "/test", 5, &q);
+        plan(&a, "GET", "/test", &p);
+        plan(&b, "GET", "/test", &q);
         CHECK_U64(p.delay_us, q.delay_us);
         CHECK_U64(p.delay_us, delay_spec_draw(&cfg.delay, 5, 0, i));
         CHECK_INT(p.cacheable, 0);
@@ -103,8 +130,199 @@ static void route_random_delays_number_requests_per_route(void)
     CHECK(differ > 40);
 }
 
+static void route_overrides_change_delay_status_and_size(void)
+{
+    struct config cfg = config_defaults;
+    struct route_table t;
+    struct plan p;
+    cfg.max_size = 1000;
+    route_table_init(&t, &cfg);
+    static const struct {
+        const char *target;
+        const char *header;
+        unsigned status;
+        uint64_t delay_us;
+        size_t body_len;
+        const char *timing;
+    } cases[] = {
+        {"/echo?delay=250ms", NULL, 200, 250000, 2, "delay;dur=250"},
+        {"/echo?status=503", NULL, 503, 0, 2, NULL},
+        {"/echo?size=1000", NULL, 200, 0, 1000, NULL},
+        {"/echo?size=0", NULL, 200, 0, 0, NULL},
+        {"/test?delay=5&status=201", NULL, 201, 5000, 2, "delay;dur=5"},
+        {"/echo?status=204", NULL, 204, 0, 0, NULL},
+        {"/echo", "X-Slowsrv-Delay: 40ms", 200, 40000, 2, "delay;dur=40"},
+        {"/echo", "x-slowsrv-status: 418", 418, 0, 2, NULL},
+        {"/echo?delay=10ms", "X-Slowsrv-Delay: 40ms", 200, 10000, 2, "delay;dur=10"},
+        {"/echo?delay=1%30ms", NULL, 200, 10000, 2, "delay;dur=10"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *hdrs[] = {cases[i].header, NULL};
+        test_headers = hdrs;
+        plan(&t, "GET", cases[i].target, &p);
+        CHECK_INT(p.status, cases[i].status);
+        CHECK_U64(p.delay_us, cases[i].delay_us);
+        CHECK_INT(p.body_len, cases[i].body_len);
+        CHECK_INT(p.cacheable, 0);
+        if (cases[i].timing)
+            CHECK_STR(p.timing, cases[i].timing);
+        else
+            CHECK(p.timing == NULL);
+    }
+    test_headers = NULL;
+    plan(&t, "GET", "/echo?size=3", &p);
+    CHECK_INT(memcmp(p.body, "slo", 3), 0);
+    route_table_cleanup(&t);
+}
+
+static void route_overrides_out_of_range_get_400_naming_the_parameter(void)
+{
+    struct config cfg = config_defaults;
+    struct route_table t;
+    struct plan p;
+    cfg.max_size = 1000;
+    route_table_init(&t, &cfg);
+    static const struct {
+        const char *target, *header, *body;
+    } cases[] = {
+        {"/echo?delay=61s", NULL,
+         "{\"error\": \"delay: 61000 ms is over --max-delay 60000 ms\", \"status\": 400}"},
+        {"/echo?delay=abc", NULL,
+         "{\"error\": \"delay: bad duration 'abc' (want a number with us, ms, s, m or h, e.g. "
+         "250ms or 1.5s)\", \"status\": 400}"},
+        {"/echo?delay=normal:70s,1s", NULL,
+         "{\"error\": \"delay: 70000 ms is over --max-delay 60000 ms\", \"status\": 400}"},
+        {"/echo?status=600", NULL,
+         "{\"error\": \"status: '600' is not an HTTP status from 100 to 599\", \"status\": 400}"},
+        {"/echo?status=", NULL,
+         "{\"error\": \"status: '' is not an HTTP status from 100 to 599\", \"status\": 400}"},
+        {"/echo", "X-Slowsrv-Status: 99",
+         "{\"error\": \"status: '99' is not an HTTP status from 100 to 599\", \"status\": 400}"},
+        {"/echo?size=1001", NULL,
+         "{\"error\": \"size: '1001' is not a byte count from 0 to --max-size 1000\", "
+         "\"status\": 400}"},
+        {"/echo?size=-1", NULL,
+         "{\"error\": \"size: '-1' is not a byte count from 0 to --max-size 1000\", "
+         "\"status\": 400}"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *hdrs[] = {cases[i].header, NULL};
+        test_headers = hdrs;
+        plan(&t, "GET", cases[i].target, &p);
+        CHECK_INT(p.status, 400);
+        CHECK_STR(p.body, cases[i].body);
+        CHECK_U64(p.delay_us, 0);
+    }
+    test_headers = NULL;
+    route_table_cleanup(&t);
+}
+
+static void route_no_overrides_ignores_them(void)
+{
+    struct config cfg = config_defaults;
+    struct route_table t;
+    struct plan p;
+    cfg.no_overrides = 1;
+    route_table_init(&t, &cfg);
+    plan(&t, "GET", "/echo?delay=1s&status=500&size=5", &p);
+    CHECK_INT(p.status, 200);
+    CHECK_U64(p.delay_us, 0);
+    CHECK_STR(p.body, "OK");
+    CHECK_INT(p.cacheable, 1);
+    route_table_cleanup(&t);
+}
+
+static void route_error_rate_follows_the_seed(void)
+{
+    struct config cfg = config_defaults;
+    struct route_table a, b;
+    struct plan p, q;
+    cfg.error_rate = 0.1;
+    cfg.error_status = 502;
+    cfg.seed = 77;
+    delay_spec_fixed(&cfg.delay, 0);
+    route_table_init(&a, &cfg);
+    route_table_init(&b, &cfg);
+    unsigned errors = 0;
+    for (int i = 0; i < 10000; i++) {
+        plan(&a, "GET", "/echo", &p);
+        plan(&b, "GET", "/echo", &q);
+        CHECK_INT(p.status, q.status);
+        errors += p.status == 502;
+    }
+    CHECK(errors > 850 && errors < 1150);
+    plan(&a, "GET", "/healthz", &p);
+    CHECK_INT(p.status, 200);
+    route_table_cleanup(&a);
+    route_table_cleanup(&b);
+}
+
+static void route_config_routes_replace_and_add(void)
+{
+    struct config cfg = config_defaults;
+    struct route_table t;
+    struct plan p;
+    struct config_route routes[2];
+    memset(routes, 0, sizeof routes);
+    routes[0].path = (char *)(uintptr_t) "/echo";
+    routes[0].status = 201;
+    routes[0].body = (char *)(uintptr_t) "made";
+    routes[0].body_len = 4;
+    routes[1].path = (char *)(uintptr_t) "/api/items";
+    routes[1].method = (char *)(uintptr_t) "PUT";
+    routes[1].status = 202;
+    routes[1].has_delay = 1;
+    delay_spec_fixed(&routes[1].delay, 120000);
+    routes[1].nheaders = 2;
+    routes[1].headers[0].name = (char *)(uintptr_t) "Content-Type";
+    routes[1].headers[0].value = (char *)(uintptr_t) "application/json";
+    routes[1].headers[1].name = (char *)(uintptr_t) "X-Thing";
+    routes[1].headers[1].value = (char *)(uintptr_t) "1";
+    cfg.routes = routes;
+    cfg.nroutes = 2;
+    route_table_init(&t, &cfg);
+    plan(&t, "POST", "/echo", &p);
+    CHECK_INT(p.status, 201);
+    CHECK_STR(p.body, "made");
+    plan(&t, "PUT", "/api/items", &p);
+    CHECK_INT(p.status, 202);
+    CHECK_U64(p.delay_us, 120000);
+    CHECK_STR(p.timing, "delay;dur=120");
+    CHECK_STR(p.content_type, "application/json");
+    CHECK_INT(p.nheaders, 1);
+    CHECK_STR(p.headers[0].name, "X-Thing");
+    CHECK_INT(p.body_len, 0);
+    plan(&t, "GET", "/api/items", &p);
+    CHECK_INT(p.status, 405);
+    CHECK_STR(p.allow, "PUT");
+    plan(&t, "GET", "/test", &p);
+    CHECK_INT(p.status, 200);
+    route_table_cleanup(&t);
+}
+
+static void route_query_param_decodes_and_finds_exact_names(void)
+{
+    char buf[32];
+    static const char q[] = "xdelay=1&delay=2%30ms&a+b=c&empty=&flag&s=a+b%2";
+    CHECK_INT(route_query_param(q, strlen(q), "delay", buf, sizeof buf), 4);
+    CHECK_STR(buf, "20ms");
+    CHECK_INT(route_query_param(q, strlen(q), "empty", buf, sizeof buf), 0);
+    CHECK_INT(route_query_param(q, strlen(q), "flag", buf, sizeof buf), 0);
+    CHECK_INT(route_query_param(q, strlen(q), "s", buf, sizeof buf), 5);
+    CHECK_STR(buf, "a b%2");
+    CHECK_INT(route_query_param(q, strlen(q), "missing", buf, sizeof buf), -1);
+    CHECK_INT(route_query_param(q, strlen(q), "delay", buf, 3), 2);
+    CHECK_STR(buf, "20");
+}
+
 int main(void)
 {
+    route_overrides_change_delay_status_and_size();
+    route_overrides_out_of_range_get_400_naming_the_parameter();
+    route_no_overrides_ignores_them();
+    route_error_rate_follows_the_seed();
+    route_config_routes_replace_and_add();
+    route_query_param_decodes_and_finds_exact_names();
     route_plans_every_builtin();
     route_health_and_stats_are_not_counted();
     route_405_names_the_allowed_methods();

@@ -57,6 +57,8 @@ static const struct upload_case cases[] = {
      "{\"error\": \"expected multipart/form-data, got no Content-Type\", \"status\": 415}"},
     {"refuses_blank_content_type_with_415", "  ", -1, GIB, NULL, 415, 415,
      "{\"error\": \"expected multipart/form-data, got no Content-Type\", \"status\": 415}"},
+    {"names_empty_media_type_in_415_message", " ; boundary=x", -1, GIB, NULL, 415, 415,
+     "{\"error\": \"expected multipart/form-data, got an empty media type\", \"status\": 415}"},
     {"escapes_client_bytes_in_415_message", "te\"xt/\\pl\x01\xc3\xa9", -1, GIB, NULL, 415, 415,
      "{\"error\": \"expected multipart/form-data, got "
      "te\\u0022xt/\\u005cpl\\u0001\\u00c3\\u00a9\", "
