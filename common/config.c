@@ -694,6 +694,12 @@ static int validate(struct config *cfg, enum config_engine engine, const unsigne
             return -EINVAL;
         }
     }
+    if (engine == CONFIG_ENGINE_H2O && cfg->overflow == CONFIG_OVERFLOW_RESET) {
+        snprintf(err, errlen,
+                 "overflow: slowsrv-h2o cannot reset a connection from a request "
+                 "(libh2o 2.2.5); use 503, or slowsrv");
+        return -EINVAL;
+    }
     if (cfg->queue && !cfg->workers) {
         snprintf(err, errlen,
                  "queue: needs --workers (the queue is for requests waiting on "

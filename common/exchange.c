@@ -1,6 +1,7 @@
 #include "exchange.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 void exchange_begin(struct exchange *x, struct route_table *t, struct stats_shard *sh,
@@ -12,7 +13,10 @@ void exchange_begin(struct exchange *x, struct route_table *t, struct stats_shar
     x->shard = sh;
     x->upload = NULL;
     x->decided_at = 0;
+    x->pe.state = POOL_OUT;
     route_plan(t, rq, &x->plan);
+    x->pool = t->pool && x->plan.route && x->plan.stats_id != STATS_UNCOUNTED ? t->pool : NULL;
+    x->overflow_reset = t->overflow_reset;
     stats_request_begin(sh, x->plan.stats_id);
 }
 
@@ -26,6 +30,7 @@ static void take_answer(struct exchange *x)
         x->plan.delay_us = 0;
         x->plan.timing = NULL;
     }
+    x->plan.action = PLAN_RESPOND;
     x->plan.status = (unsigned)ans.status;
     x->plan.content_type = ans.content_type;
     x->plan.body = ans.body;
@@ -64,6 +69,47 @@ int exchange_upload_feed(struct exchange *x, const void *buf, size_t len)
 void exchange_upload_finish(struct exchange *x)
 {
     take_answer(x);
+}
+
+int exchange_admit(struct exchange *x, void (*admit)(struct pool_entry *e))
+{
+    if (!x->pool)
+        return EXCHANGE_GO;
+    x->pe.admit = admit;
+    switch (pool_enter(x->pool, &x->pe)) {
+    case POOL_ADMITTED:
+        return EXCHANGE_GO;
+    case POOL_QUEUED:
+        x->state = EXCHANGE_QUEUED;
+        return EXCHANGE_PARKED;
+    case POOL_OUT:
+        break;
+    }
+    if (x->overflow_reset) {
+        x->plan.action = PLAN_RESET;
+        x->plan.status = 0;
+    } else {
+        char msg[128];
+        struct pool_counts pc;
+        pool_counts_get(x->pool, &pc);
+        snprintf(msg, sizeof msg, "all %u workers are busy and the queue is full", pc.workers);
+        x->plan.action = PLAN_RESPOND;
+        x->plan.status = 503;
+        x->plan.content_type = "application/json";
+        x->plan.body_len = route_error_json(x->plan.text, sizeof x->plan.text, 503, msg);
+        x->plan.body = x->plan.text;
+        x->plan.headers = NULL;
+        x->plan.nheaders = 0;
+    }
+    x->plan.delay_us = 0;
+    x->plan.timing = NULL;
+    x->plan.cacheable = 0;
+    return EXCHANGE_REFUSED;
+}
+
+struct exchange *exchange_of_entry(struct pool_entry *e)
+{
+    return (struct exchange *)(void *)((char *)e - offsetof(struct exchange, pe));
 }
 
 int exchange_wait(struct exchange *x, struct timer_heap *h, uint64_t now_us)
@@ -109,7 +155,10 @@ void exchange_end(struct exchange *x, struct timer_heap *h)
         stats_wait_end(x->shard);
         x->state = EXCHANGE_CANCELLED;
     }
-    if (!x->answered)
+    if (x->pool)
+        pool_leave(x->pool, &x->pe);
+    /* A request reset by --overflow reset was refused, not abandoned by its client. */
+    if (!x->answered && x->plan.action != PLAN_RESET)
         stats_cancel(x->shard, x->plan.stats_id);
     stats_request_end(x->shard, x->plan.stats_id, x->answered);
     free(x->upload);

@@ -28,6 +28,8 @@ enum exchange_state {
     EXCHANGE_WAITING,   /* its timer is queued */
     EXCHANGE_READY,     /* answer now */
     EXCHANGE_CANCELLED, /* the client left while waiting, or the server gave up on it */
+    EXCHANGE_QUEUED,    /* waiting for a worker of --workers */
+    EXCHANGE_ADMITTED,  /* got its worker after queueing: go on as a new request would */
 };
 
 struct exchange {
@@ -37,6 +39,9 @@ struct exchange {
     struct stats_shard *shard;
     struct upload *upload; /* PLAN_UPLOAD only, between upload_begin and exchange_end */
     uint64_t decided_at;   /* upload bytes received when its answer was decided */
+    struct pool *pool;     /* the table's worker pool, or NULL */
+    struct pool_entry pe;  /* its place in the pool */
+    int overflow_reset;    /* refused requests are reset, not answered 503 */
     struct plan plan;
 };
 
@@ -73,6 +78,20 @@ int exchange_upload_feed(struct exchange *x, const void *buf, size_t len);
  * or the error). */
 void exchange_upload_finish(struct exchange *x);
 
+/* Results of exchange_admit. */
+#define EXCHANGE_GO 0      /* a worker is free (or there is no pool): carry on */
+#define EXCHANGE_PARKED 1  /* queued: the engine parks the request until `admit` runs */
+#define EXCHANGE_REFUSED 2 /* over workers and queue: x's plan now holds a 503 or PLAN_RESET */
+
+/* Takes a worker of --workers for x before its delay starts. `admit` is called later, from any
+ * thread with the pool's lock held, when a parked x gets its worker (x->state is then ADMITTED)
+ * or, with pe.flushed set, when the server stops (x->state is then CANCELLED): it must only wake
+ * x's loop. Requests that use no worker (no pool, /healthz, /stats, 404) always GO. */
+int exchange_admit(struct exchange *x, void (*admit)(struct pool_entry *e));
+
+/* Returns the exchange whose pool entry is e. */
+struct exchange *exchange_of_entry(struct pool_entry *e);
+
 /* Blocking models: waits out the delay by calling sleep_fn(arg, delay_us) in the caller's thread.
  * sleep_fn returns 0 when the delay is over, or non-zero if it was cut short (the server gave up
  * draining); x becomes READY or CANCELLED accordingly. */
@@ -85,8 +104,9 @@ void exchange_fire(struct exchange *x, int client_gone, int give_up);
 /* The engine queued the plan's answer. */
 void exchange_answer(struct exchange *x);
 
-/* The request is over. If x still waits, its timer is removed from h. A request that ends
- * without an answer is counted as a client cancel. Frees what x allocated. */
+/* The request is over. If x still waits, its timer is removed from h; its worker passes on, or
+ * it leaves the queue. A request that ends without an answer is counted as a client cancel.
+ * Frees what x allocated. */
 void exchange_end(struct exchange *x, struct timer_heap *h);
 
 #endif

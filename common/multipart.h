@@ -5,8 +5,9 @@
  * A pure data structure: no I/O, no thread, no logging and no allocation. All state lives in a
  * caller-owned struct mp_parser whose buffers have fixed sizes; the limits given at init only
  * lower them. The body may be fed in chunks of any size, down to one byte, and every split of
- * the same body gives the same result. Part content is scanned with memchr() and only a match
- * length (never more than boundary length + 4 bytes, kept inside the parser) is carried from one
+ * the same body gives the same result. Part content is searched with memchr() (memmem() where
+ * CRs are dense), never byte by byte, and only a match length (less than boundary length + 4;
+ * the bytes themselves are a prefix of the delimiter, kept in the parser) is carried from one
  * chunk to the next, so memory does not grow with the upload size.
  *
  * Threads: a parser belongs to one request; calls on one parser must not overlap. Distinct
@@ -23,9 +24,9 @@
  *    mime/multipart. Once padding is seen the line must end (CRLF or LF) right after it, else
  *    MP_ERR_BAD_DELIMITER: padding may be any length, and is not buffered to be given back.
  *  - Line ends: CRLF or a bare LF at the end of a delimiter line, of a part header line and of
- *    the empty line that ends the part headers (many servers accept bare LF there). A CR that
- *    is not followed by LF in those places is an error. Bytes after the close delimiter "--"
- *    are epilogue, whatever they are.
+ *    the empty line that ends the part headers (many servers accept bare LF there). A CR not
+ *    followed by LF inside part headers or after padding is an error. Bytes after the close
+ *    delimiter "--" are epilogue, whatever they are.
  *  - Part headers: "Name: value" lines, header names case-insensitive and made of token
  *    characters, no folded lines, no control characters other than tab in values. Each part
  *    needs exactly one "Content-Disposition: form-data" with a name parameter; at most one

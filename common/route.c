@@ -1,5 +1,6 @@
 #include "route.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,8 @@ void route_table_init(struct route_table *t, const struct config *cfg)
     t->error_rate = cfg->error_rate;
     t->error_status = cfg->error_status;
     atomic_init(&t->filler, NULL);
+    t->pool = NULL;
+    t->overflow_reset = cfg->overflow == CONFIG_OVERFLOW_RESET;
     add(t, "/test", "GET", ROUTE_STATIC, "ok", &cfg->delay);
     add(t, "/write", "POST", ROUTE_UPLOAD, NULL, NULL);
     add(t, "/", NULL, ROUTE_STATIC, "OK", NULL);
@@ -102,10 +105,31 @@ void route_table_init(struct route_table *t, const struct config *cfg)
         add_configured(t, &cfg->routes[i]);
 }
 
+int route_table_init_pool(struct route_table *t, const struct config *cfg)
+{
+    route_table_init(t, cfg);
+    if (!cfg->workers)
+        return 0;
+    t->pool = malloc(sizeof *t->pool);
+    if (!t->pool)
+        return -ENOMEM;
+    int rc = pool_init(t->pool, cfg->workers, cfg->queue);
+    if (rc != 0) {
+        free(t->pool);
+        t->pool = NULL;
+    }
+    return rc;
+}
+
 void route_table_cleanup(struct route_table *t)
 {
     free(atomic_load(&t->filler));
     atomic_store(&t->filler, NULL);
+    if (t->pool) {
+        pool_cleanup(t->pool);
+        free(t->pool);
+        t->pool = NULL;
+    }
 }
 
 size_t route_stats_count(const struct route_table *t)
@@ -116,10 +140,14 @@ size_t route_stats_count(const struct route_table *t)
 char *route_stats_json(const struct route_table *t, const struct stats *st, uint64_t started_us)
 {
     const char *names[ROUTE_MAX + 1];
+    struct pool_counts pc = {0, 0, 0, 0};
     for (size_t i = 0; i < t->count; i++)
         names[i] = t->routes[i].path;
     names[t->count] = "other";
-    return stats_to_json(st, names, t->count + 1, (double)(timer_now_us() - started_us) / 1e6);
+    if (t->pool)
+        pool_counts_get(t->pool, &pc);
+    return stats_to_json(st, names, t->count + 1, (double)(timer_now_us() - started_us) / 1e6,
+                         t->pool ? &pc : NULL);
 }
 
 size_t route_error_json(char *buf, size_t len, unsigned status, const char *msg)

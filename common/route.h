@@ -21,6 +21,7 @@
 
 #include "config.h"
 #include "delay.h"
+#include "pool.h"
 #include "stats.h"
 
 #define ROUTE_MAX 64
@@ -60,6 +61,8 @@ struct route_table {
     unsigned error_status;
     _Atomic uint64_t seq[ROUTE_MAX]; /* requests planned per route: the draw index */
     _Atomic(char *) filler;          /* max_size bytes for ?size=, made on first use */
+    struct pool *pool;               /* --workers, or NULL when unbounded */
+    int overflow_reset;              /* beyond the pool: reset instead of 503 */
 };
 
 /* Stats id shared by every request that matched no route (404) or no method (405). */
@@ -69,6 +72,7 @@ enum plan_action {
     PLAN_RESPOND = 0, /* answer status/body after delay_us */
     PLAN_UPLOAD,      /* read the body through an upload (exchange.h), then answer its result */
     PLAN_STATS,       /* answer route_stats_json() */
+    PLAN_RESET,       /* answer nothing: reset the connection */
 };
 
 struct plan {
@@ -115,6 +119,9 @@ struct route_request {
  * GET /healthz, GET /stats) as configured by cfg, then cfg's "routes", which replace a built-in
  * route of the same path or are added. cfg must outlive the table. */
 void route_table_init(struct route_table *t, const struct config *cfg);
+
+/* As route_table_init, also making the worker pool of --workers; returns 0 or -errno. */
+int route_table_init_pool(struct route_table *t, const struct config *cfg);
 
 /* Frees what the table made on demand. */
 void route_table_cleanup(struct route_table *t);

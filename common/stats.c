@@ -174,7 +174,7 @@ uint64_t stats_route_status(const struct stats *st, size_t route, unsigned statu
 }
 
 char *stats_to_json(const struct stats *st, const char *const *names, size_t nroutes,
-                    double uptime_s)
+                    double uptime_s, const struct pool_counts *workers)
 {
     struct stats_totals t;
     cJSON *root = cJSON_CreateObject();
@@ -191,6 +191,15 @@ char *stats_to_json(const struct stats *st, const char *const *names, size_t nro
     cJSON_AddNumberToObject(root, "waiting", (double)t.waiting);
     cJSON_AddNumberToObject(root, "cancels", (double)t.cancels);
     cJSON_AddNumberToObject(root, "bytes_received", (double)t.bytes_in);
+    if (workers) {
+        cJSON *w = cJSON_AddObjectToObject(root, "workers");
+        if (!w)
+            goto done;
+        cJSON_AddNumberToObject(w, "size", workers->workers);
+        cJSON_AddNumberToObject(w, "active", workers->active);
+        cJSON_AddNumberToObject(w, "queued", workers->queued);
+        cJSON_AddNumberToObject(w, "rejected", (double)workers->rejected);
+    }
     for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
         cJSON *o = cJSON_AddObjectToObject(routes, names[r]);
         cJSON *by = o ? cJSON_AddObjectToObject(o, "status") : NULL;

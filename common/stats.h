@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pool.h"
+
 /* Statuses counted per route: 100..599. Status 0 means "no answer" (the client went away). */
 #define STATS_STATUS_MIN 100
 #define STATS_STATUS_MAX 599
@@ -69,9 +71,10 @@ uint64_t stats_route_requests(const struct stats *st, size_t route);
 uint64_t stats_route_status(const struct stats *st, size_t route, unsigned status);
 
 /* Renders every counter as a JSON object (cJSON, unformatted): uptime, totals and, per route
- * (named by names[0..nroutes)), requests, cancels and answers by status. Returns a malloc'd
+ * (named by names[0..nroutes)), requests, cancels and answers by status; with `workers` (may be
+ * NULL) the worker pool's size, active, queued and rejected counts. Returns a malloc'd
  * NUL-terminated string the caller frees with free(), or NULL if out of memory. */
 char *stats_to_json(const struct stats *st, const char *const *names, size_t nroutes,
-                    double uptime_s);
+                    double uptime_s, const struct pool_counts *workers);
 
 #endif

@@ -31,6 +31,7 @@ struct h2o_request {
     struct exchange x; /* first member: a popped timer node leads back to the request */
     h2o_req_t *req;
     struct h2o_loop *loop;
+    int in_inbox; /* admitted by another thread, not yet taken by the loop; under inbox_lock */
 };
 
 struct h2o_loop {
@@ -48,6 +49,9 @@ struct h2o_loop {
     uint64_t armed_us; /* deadline the timerfd is armed for, 0 if disarmed */
     int wake_fd;
     h2o_socket_t *wake_sock;
+    /* Requests admitted to a worker of --workers by other threads, for this loop to carry on. */
+    pthread_mutex_t inbox_lock;
+    struct pool_entry *inbox;
     struct timer_heap timers;
     struct stats_shard *shard;
     size_t active; /* requests begun and not disposed; loop thread only */
@@ -66,6 +70,7 @@ struct h2o_server {
     struct h2o_loop *loops;
     h2o_globalconf_t globalconf;
     SSL_CTX *ssl_ctx;
+    atomic_int stopping;
 };
 
 static void arm_timer(struct h2o_loop *loop)
@@ -182,8 +187,20 @@ static void respond_upload(struct h2o_request *r)
 static void on_dispose(void *p)
 {
     struct h2o_request *r = p;
-    exchange_end(&r->x, &r->loop->timers);
-    r->loop->active--;
+    struct h2o_loop *loop = r->loop;
+    /* Admitted by another thread but not yet taken: it must not be taken after this. */
+    pthread_mutex_lock(&loop->inbox_lock);
+    if (r->in_inbox) {
+        struct pool_entry **pp = &loop->inbox;
+        while (*pp && *pp != &r->x.pe)
+            pp = &(*pp)->next;
+        if (*pp)
+            *pp = r->x.pe.next;
+        r->in_inbox = 0;
+    }
+    pthread_mutex_unlock(&loop->inbox_lock);
+    exchange_end(&r->x, &loop->timers);
+    loop->active--;
 }
 
 static int client_gone(h2o_req_t *req)
@@ -238,6 +255,56 @@ static long on_lookup(void *ctx, enum route_input kind, const char *name, char *
     return (long)vn;
 }
 
+/* Carries a request on once it may use a worker. */
+static void go(struct h2o_request *r)
+{
+    if (r->x.plan.action == PLAN_UPLOAD)
+        respond_upload(r);
+    else if (r->x.plan.delay_us)
+        wait_then_respond(r);
+    else
+        respond(r);
+}
+
+/* A parked request got its worker, or the server is stopping: hand it to its loop. Runs on any
+ * thread, under the pool's lock. */
+static void on_admit(struct pool_entry *e)
+{
+    struct h2o_request *r = (struct h2o_request *)(void *)exchange_of_entry(e);
+    struct h2o_loop *loop = r->loop;
+    uint64_t one = 1;
+    pthread_mutex_lock(&loop->inbox_lock);
+    e->next = loop->inbox;
+    loop->inbox = e;
+    r->in_inbox = 1;
+    pthread_mutex_unlock(&loop->inbox_lock);
+    if (write(loop->wake_fd, &one, sizeof one) < 0)
+        LOG(loop->srv->log, LOG_LEVEL_WARN, "cannot wake loop %zu: %s", loop->index,
+            strerror(errno));
+}
+
+static void take_inbox(struct h2o_loop *loop)
+{
+    pthread_mutex_lock(&loop->inbox_lock);
+    struct pool_entry *e = loop->inbox;
+    loop->inbox = NULL;
+    for (struct pool_entry *i = e; i; i = i->next)
+        ((struct h2o_request *)(void *)exchange_of_entry(i))->in_inbox = 0;
+    pthread_mutex_unlock(&loop->inbox_lock);
+    while (e) {
+        struct pool_entry *next = e->next;
+        struct h2o_request *r = (struct h2o_request *)(void *)exchange_of_entry(e);
+        if (e->flushed) {
+            r->x.state = EXCHANGE_CANCELLED;
+            h2o_send_error_503(r->req, "Service Unavailable", "server stopping", 0);
+        } else {
+            r->x.state = EXCHANGE_ADMITTED;
+            go(r);
+        }
+        e = next;
+    }
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     struct h2o_loop *loop =
@@ -254,17 +321,18 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     struct route_request in = {method, req->path.base, req->path.len, on_lookup, req};
     exchange_begin(&r->x, &loop->srv->routes, loop->shard, &in);
     loop->active++;
-    if (r->x.plan.action == PLAN_UPLOAD) {
-        respond_upload(r);
+    if (r->x.plan.action != PLAN_UPLOAD && req->entity.base)
+        stats_bytes_in(loop->shard, req->entity.len);
+    switch (exchange_admit(&r->x, on_admit)) {
+    case EXCHANGE_PARKED:
+        return 0;
+    case EXCHANGE_REFUSED:
+        respond(r);
+        return 0;
+    default:
+        go(r);
         return 0;
     }
-    if (req->entity.base)
-        stats_bytes_in(loop->shard, req->entity.len);
-    if (r->x.plan.delay_us)
-        wait_then_respond(r);
-    else
-        respond(r);
-    return 0;
 }
 
 static void on_accept(h2o_socket_t *listener, const char *err)
@@ -298,7 +366,9 @@ static void on_wake(h2o_socket_t *sock, const char *err)
     (void)err;
     if (read(loop->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
         return;
-    begin_drain(loop);
+    take_inbox(loop);
+    if (atomic_load(&loop->srv->stopping))
+        begin_drain(loop);
 }
 
 static int conns_open(h2o_context_t *ctx)
@@ -383,6 +453,11 @@ static void *loop_main(void *arg)
     h2o_socket_read_start(loop->wake_sock, on_wake);
 
     run_until(loop, drained);
+    /* Parked requests of every loop are woken to be answered 503; harmless if another loop
+     * already did it. */
+    if (srv->routes.pool)
+        pool_flush(srv->routes.pool);
+    take_inbox(loop);
     /* Whatever still waits after the grace time gets no answer; then idle keep-alive
      * connections and HTTP/2 sessions are asked to close, for at most one more second. */
     struct timer_node *node;
@@ -465,7 +540,12 @@ int h2o_server_start(struct h2o_server **out, const struct config *cfg, const st
     srv->cfg = cfg;
     srv->log = lg;
     srv->nloops = cfg->threads < 1024 ? cfg->threads : 1024;
-    route_table_init(&srv->routes, cfg);
+    atomic_init(&srv->stopping, 0);
+    if (route_table_init_pool(&srv->routes, cfg) != 0) {
+        snprintf(err, NET_ERR_LEN, "out of memory");
+        free(srv);
+        return -ENOMEM;
+    }
     srv->started_us = timer_now_us();
     srv->stats = stats_new(srv->nloops, route_stats_count(&srv->routes));
     srv->loops = calloc(srv->nloops, sizeof *srv->loops);
@@ -474,8 +554,10 @@ int h2o_server_start(struct h2o_server **out, const struct config *cfg, const st
         h2o_server_free(srv);
         return -ENOMEM;
     }
-    for (size_t i = 0; i < srv->nloops; i++)
+    for (size_t i = 0; i < srv->nloops; i++) {
         srv->loops[i].listen_fd = srv->loops[i].timer_fd = srv->loops[i].wake_fd = -1;
+        pthread_mutex_init(&srv->loops[i].inbox_lock, NULL);
+    }
     rc = setup_globalconf(srv, err);
     if (rc == 0 && cfg->tls_cert[0])
         rc = setup_tls(srv, err);
@@ -538,6 +620,7 @@ unsigned h2o_server_threads(const struct h2o_server *srv)
 
 void h2o_server_stop(struct h2o_server *srv)
 {
+    atomic_store(&srv->stopping, 1);
     for (size_t i = 0; i < srv->nloops; i++) {
         uint64_t one = 1;
         if (srv->loops[i].thread_started && write(srv->loops[i].wake_fd, &one, sizeof one) < 0)
@@ -563,6 +646,7 @@ void h2o_server_free(struct h2o_server *srv)
         if (loop->wake_fd >= 0)
             close(loop->wake_fd);
         timer_heap_cleanup(&loop->timers);
+        pthread_mutex_destroy(&loop->inbox_lock);
     }
     free(srv->loops);
     route_table_cleanup(&srv->routes);

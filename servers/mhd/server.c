@@ -8,6 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/select.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,6 +50,10 @@ struct mhd_loop {
      * this loop's thread only fires timers, waiting on `wake` until the earliest deadline. */
     pthread_mutex_t lock;
     pthread_cond_t wake;
+    /* epoll and select models: an eventfd that other threads write to wake this loop (MHD drops
+     * its own inter-thread channel in external mode, so a cross-thread resume alone would wait
+     * for the loop's next tick). */
+    int wake_fd;
     struct stats_shard *shard;
     atomic_size_t active; /* requests begun and not completed */
     struct MHD_Response *cache[ROUTE_MAX];
@@ -237,6 +245,80 @@ static enum MHD_Result start_delay(struct request *rq)
     return MHD_YES;
 }
 
+/* --overflow reset: close with SO_LINGER 0 so the client sees a reset, not an answer. */
+static enum MHD_Result reset(struct request *rq)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct linger lg = {1, 0};
+    if (ci)
+        setsockopt(ci->connect_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    return MHD_NO;
+}
+
+static enum MHD_Result proceed(struct request *rq)
+{
+    if (rq->x.plan.action == PLAN_RESET)
+        return reset(rq);
+    return rq->x.plan.delay_us ? start_delay(rq) : respond(rq);
+}
+
+static void wake_loop(struct mhd_loop *loop)
+{
+    uint64_t one = 1;
+    if (loop->wake_fd >= 0 && write(loop->wake_fd, &one, sizeof one) < 0)
+        LOG(loop->srv->log, LOG_LEVEL_WARN, "cannot wake loop %zu: %s", loop->index,
+            strerror(errno));
+}
+
+/* A parked request got its worker (or the server is stopping): wake it. Runs on any thread,
+ * under the pool's lock. */
+static void on_admit(struct pool_entry *e)
+{
+    struct request *rq = (struct request *)(void *)exchange_of_entry(e);
+    struct mhd_server *srv = rq->loop->srv;
+    if (srv->tpc) {
+        pthread_mutex_lock(&srv->sleep_lock);
+        rq->x.state = e->flushed ? EXCHANGE_CANCELLED : EXCHANGE_ADMITTED;
+        pthread_cond_broadcast(&srv->sleep_cond);
+        pthread_mutex_unlock(&srv->sleep_lock);
+        return;
+    }
+    rq->x.state = e->flushed ? EXCHANGE_CANCELLED : EXCHANGE_ADMITTED;
+    MHD_resume_connection(rq->conn);
+    wake_loop(rq->loop);
+}
+
+/* --workers: a request takes a worker before its delay. Event-loop models park it suspended;
+ * thread-per-connection parks the connection's thread, as a blocking server's accept queue
+ * would. */
+static enum MHD_Result admit_then_proceed(struct request *rq)
+{
+    struct mhd_server *srv = rq->loop->srv;
+    if (!rq->x.pool)
+        return proceed(rq);
+    if (srv->tpc) {
+        if (exchange_admit(&rq->x, on_admit) == EXCHANGE_PARKED) {
+            pthread_mutex_lock(&srv->sleep_lock);
+            while (rq->x.state == EXCHANGE_QUEUED && !srv->hard_stop)
+                pthread_cond_wait(&srv->sleep_cond, &srv->sleep_lock);
+            int go = rq->x.state == EXCHANGE_ADMITTED;
+            pthread_mutex_unlock(&srv->sleep_lock);
+            if (!go)
+                return MHD_NO;
+        }
+        return proceed(rq);
+    }
+    /* Suspended before it enters the pool, so that an admission from another thread never
+     * resumes a connection that is not suspended yet. */
+    MHD_suspend_connection(rq->conn);
+    if (exchange_admit(&rq->x, on_admit) == EXCHANGE_PARKED)
+        return MHD_YES;
+    rq->x.state = EXCHANGE_ADMITTED;
+    MHD_resume_connection(rq->conn);
+    return MHD_YES;
+}
+
 static long on_lookup(void *ctx, enum route_input kind, const char *name, char *buf, size_t len)
 {
     const char *v = MHD_lookup_connection_value(
@@ -315,16 +397,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (rq->x.answered) /* answered from the headers alone */
             return MHD_YES;
         exchange_upload_finish(&rq->x);
-        return rq->x.plan.delay_us ? start_delay(rq) : respond(rq);
     }
     switch (rq->x.state) {
     case EXCHANGE_NEW:
-        if (rq->x.plan.delay_us)
-            return start_delay(rq);
-        return respond(rq);
+        return admit_then_proceed(rq);
+    case EXCHANGE_ADMITTED:
+        return proceed(rq);
     case EXCHANGE_READY:
         return respond(rq);
     case EXCHANGE_WAITING:
+    case EXCHANGE_QUEUED:
         return MHD_YES;
     case EXCHANGE_CANCELLED:
         return MHD_NO;
@@ -353,10 +435,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
  * that left while waiting is only seen here, as MHD does not watch suspended sockets: it is
  * counted as a cancel and its connection closed without an answer. Requests are popped under the
  * loop lock and resumed outside it, so that no lock of ours is held while MHD takes its own. */
-static void fire_due(struct mhd_loop *loop, uint64_t now, int cancel)
+static size_t fire_due(struct mhd_loop *loop, uint64_t now, int cancel)
 {
     struct request *batch[256];
-    size_t n;
+    size_t n, fired = 0;
     do {
         loop_lock(loop);
         for (n = 0; n < sizeof batch / sizeof batch[0]; n++) {
@@ -373,7 +455,51 @@ static void fire_due(struct mhd_loop *loop, uint64_t now, int cancel)
             exchange_fire(&rq->x, ci && net_peer_gone(ci->connect_fd), cancel);
             MHD_resume_connection(rq->conn);
         }
+        fired += n;
     } while (n == sizeof batch / sizeof batch[0]);
+    return fired;
+}
+
+/* External models: waits up to wait_ms for MHD's sockets or a wake-up, then lets MHD process
+ * what is ready. */
+static void run_once(struct mhd_loop *loop, int wait_ms)
+{
+    struct MHD_Daemon *d = loop->daemon;
+    MHD_UNSIGNED_LONG_LONG mhd_ms;
+    uint64_t v;
+    if (MHD_get_timeout(d, &mhd_ms) == MHD_YES && mhd_ms < (MHD_UNSIGNED_LONG_LONG)wait_ms)
+        wait_ms = (int)mhd_ms;
+    if (loop->srv->cfg->model == CONFIG_MODEL_EPOLL) {
+        /* poll() the daemon's epoll fd, never epoll_wait() it: that would take MHD's
+         * edge-triggered events. */
+        const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
+        struct pollfd pfd[2] = {{di ? di->epoll_fd : -1, POLLIN, 0}, {loop->wake_fd, POLLIN, 0}};
+        if (poll(pfd, 2, wait_ms) > 0 && pfd[1].revents && read(loop->wake_fd, &v, sizeof v) < 0)
+            LOG(loop->srv->log, LOG_LEVEL_DEBUG, "wake read: %s", strerror(errno));
+        MHD_run(d);
+        return;
+    }
+    fd_set rs, ws, es;
+    MHD_socket max = -1;
+    FD_ZERO(&rs);
+    FD_ZERO(&ws);
+    FD_ZERO(&es);
+    if (MHD_get_fdset(d, &rs, &ws, &es, &max) != MHD_YES) {
+        MHD_run(d);
+        return;
+    }
+    FD_SET(loop->wake_fd, &rs);
+    if (loop->wake_fd > max)
+        max = loop->wake_fd;
+    struct timeval tv = {wait_ms / 1000, (wait_ms % 1000) * 1000};
+    int n = select(max + 1, &rs, &ws, &es, &tv);
+    if (n < 0) {
+        MHD_run(d);
+        return;
+    }
+    if (FD_ISSET(loop->wake_fd, &rs) && read(loop->wake_fd, &v, sizeof v) < 0)
+        LOG(loop->srv->log, LOG_LEVEL_DEBUG, "wake read: %s", strerror(errno));
+    MHD_run_from_select(d, &rs, &ws, &es);
 }
 
 static void *loop_main(void *arg)
@@ -385,7 +511,9 @@ static void *loop_main(void *arg)
 
     for (;;) {
         uint64_t now = timer_now_us();
-        fire_due(loop, now, 0);
+        /* Let MHD answer what was just resumed before waiting again. */
+        if (fire_due(loop, now, 0) && !srv->internal)
+            MHD_run(loop->daemon);
         loop_lock(loop);
         int wait_ms = timer_heap_wait_ms(&loop->timers, now, LOOP_TICK_MS);
         loop_unlock(loop);
@@ -401,7 +529,7 @@ static void *loop_main(void *arg)
                 break;
         }
         if (!srv->internal) {
-            MHD_run_wait(loop->daemon, wait_ms);
+            run_once(loop, wait_ms);
             continue;
         }
         struct timespec ts;
@@ -413,6 +541,9 @@ static void *loop_main(void *arg)
         pthread_mutex_unlock(&loop->lock);
     }
     fire_due(loop, UINT64_MAX, 1);
+    /* Parked requests of any loop are woken to be closed; harmless if another loop did it. */
+    if (srv->routes.pool)
+        pool_flush(srv->routes.pool);
     if (!srv->internal)
         MHD_run(loop->daemon);
     return NULL;
@@ -511,12 +642,16 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
     atomic_init(&srv->stopping, 0);
     pthread_mutex_init(&srv->sleep_lock, NULL);
     monotonic_cond_init(&srv->sleep_cond);
-    route_table_init(&srv->routes, cfg);
+    if (route_table_init_pool(&srv->routes, cfg) != 0) {
+        snprintf(err, NET_ERR_LEN, "out of memory");
+        mhd_server_free(srv);
+        return -ENOMEM;
+    }
     srv->started_us = timer_now_us();
     srv->stats = stats_new(srv->nloops, route_stats_count(&srv->routes));
     srv->loops = calloc(srv->nloops, sizeof *srv->loops);
     for (size_t i = 0; srv->loops && i < srv->nloops; i++)
-        srv->loops[i].listen_fd = -1;
+        srv->loops[i].listen_fd = srv->loops[i].wake_fd = -1;
     if (!srv->stats || !srv->loops) {
         mhd_server_free(srv);
         snprintf(err, NET_ERR_LEN, "out of memory");
@@ -548,11 +683,18 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
         loop->listen_fd = fds[i];
         loop->shard = stats_shard(srv->stats, i);
         atomic_init(&loop->active, 0);
+        if (!srv->internal && !srv->tpc)
+            loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         pthread_mutex_init(&loop->lock, NULL);
         monotonic_cond_init(&loop->wake);
     }
     for (size_t i = 0; i < srv->nloops; i++) {
         struct mhd_loop *loop = &srv->loops[i];
+        if (!srv->internal && !srv->tpc && loop->wake_fd < 0) {
+            snprintf(err, NET_ERR_LEN, "eventfd: %s", strerror(errno));
+            rc = -EMFILE;
+            break;
+        }
         rc = timer_heap_init(&loop->timers, per_loop);
         if (rc == 0)
             rc = build_cache(srv, loop->cache);
@@ -622,11 +764,16 @@ static void tpc_drain(struct mhd_server *srv)
     srv->hard_stop = 1;
     pthread_cond_broadcast(&srv->sleep_cond);
     pthread_mutex_unlock(&srv->sleep_lock);
+    if (srv->routes.pool)
+        pool_flush(srv->routes.pool);
 }
 
 void mhd_server_stop(struct mhd_server *srv)
 {
     atomic_store_explicit(&srv->stopping, 1, memory_order_release);
+    for (size_t i = 0; i < srv->nloops; i++)
+        if (srv->loops[i].thread_started)
+            wake_loop(&srv->loops[i]);
     if (srv->tpc)
         tpc_drain(srv);
     for (size_t i = 0; i < srv->nloops; i++) {
@@ -654,6 +801,8 @@ void mhd_server_free(struct mhd_server *srv)
             pthread_cond_destroy(&loop->wake);
             pthread_mutex_destroy(&loop->lock);
         }
+        if (loop->wake_fd >= 0)
+            close(loop->wake_fd);
     }
     free(srv->loops);
     route_table_cleanup(&srv->routes);

@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 #include <dirent.h>
 #include <libgen.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -352,6 +353,31 @@ static double json_number(const cJSON *o, const char *path)
     return cJSON_IsNumber(o) ? o->valuedouble : -1;
 }
 
+static const struct target *h1(const struct server *s)
+{
+    static struct target t;
+    t = (struct target){s->port, 0, CURL_HTTP_VERSION_1_1};
+    return &t;
+}
+
+/* GET /stats once nothing is in flight any more (at most 3 s): a request's counters move when
+ * its engine is done with it, which can be just after its client has the answer. */
+static cJSON *settled_stats(const struct target *t)
+{
+    struct reply r;
+    cJSON *j = NULL;
+    double t0 = now_seconds();
+    do {
+        cJSON_Delete(j);
+        http_request_to(t, "GET", "/stats", NULL, NULL, &r, NULL);
+        j = cJSON_Parse(r.body);
+        if (json_number(j, "in_flight") == 0)
+            break;
+        usleep(20 * 1000);
+    } while (now_seconds() - t0 < 3);
+    return j;
+}
+
 /* 1000 clients that leave while waiting are counted as cancels; the server goes on serving and
  * (under the sanitizer build) exits without a leak. */
 static void abandoned_waits_are_cancelled(void)
@@ -367,9 +393,7 @@ static void abandoned_waits_are_cancelled(void)
     if (r.seconds > 1.5)
         CHECK_FAIL_("honest request took %.3f s beside abandoned ones", r.seconds);
     usleep(300 * 1000);
-    http_request(s.port, "GET", "/stats", NULL, NULL, &r);
-    CHECK_INT(r.status, 200);
-    cJSON *j = cJSON_Parse(r.body);
+    cJSON *j = settled_stats(h1(&s));
     CHECK(j != NULL);
     CHECK_INT(json_number(j, "cancels"), 1000);
     CHECK_INT(json_number(j, "routes./test.requests"), 1001);
@@ -391,9 +415,7 @@ static void stats_count_requests(void)
     http_request(s.port, "POST", "/echo", "abcde", NULL, &r);
     http_request(s.port, "GET", "/missing", NULL, NULL, &r);
     http_request(s.port, "GET", "/healthz", NULL, NULL, &r);
-    http_request(s.port, "GET", "/stats", NULL, NULL, &r);
-    CHECK_INT(r.status, 200);
-    cJSON *j = cJSON_Parse(r.body);
+    cJSON *j = settled_stats(h1(&s));
     CHECK(j != NULL);
     CHECK_INT(json_number(j, "requests"), 5);
     CHECK_INT(json_number(j, "answered"), 5);
@@ -442,13 +464,6 @@ static int open_disk_files(pid_t pid)
     }
     closedir(d);
     return n;
-}
-
-static const struct target *h1(const struct server *s)
-{
-    static struct target t;
-    t = (struct target){s->port, 0, CURL_HTTP_VERSION_1_1};
-    return &t;
 }
 
 /* The answer is the exact byte count of the data part, for every size and both encodings. */
@@ -812,7 +827,6 @@ static void h2_thousand_streams_on_ten_connections(void)
 static void h2_reset_streams_cancel_at_once(void)
 {
     struct server s;
-    struct reply r;
     static long status[100];
     static double secs[100];
     static int ok[100];
@@ -825,9 +839,7 @@ static void h2_reset_streams_cancel_at_once(void)
     setenv("ITEST_TIMEOUT_MS", "300", 1);
     http_concurrent_to(&t, "/test", 100, 2, status, secs, ok, "ok");
     unsetenv("ITEST_TIMEOUT_MS");
-    usleep(200 * 1000);
-    http_request_to(&t, "GET", "/stats", NULL, NULL, &r, NULL);
-    cJSON *j = cJSON_Parse(r.body);
+    cJSON *j = settled_stats(&t);
     CHECK_INT(json_number(j, "cancels"), 100);
     CHECK_INT(json_number(j, "waiting"), 0);
     CHECK_INT(json_number(j, "in_flight"), 0);
@@ -1050,6 +1062,96 @@ static void seeded_delays_repeat_across_runs_and_binaries(void)
     CHECK(distinct >= 6);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* --workers 10 --delay 200ms: 50 concurrent requests are served in five waves of ten. */
+static void workers_serve_in_waves(const char *model)
+{
+    struct server s;
+    long status[50];
+    double secs[50];
+    int ok[50];
+    const char *args[] = {"--workers", "10",      "--queue", "100", "--delay",
+                          "200ms",     "--model", model,     NULL};
+    if (server_start(&s, bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    http_concurrent(s.port, "/test", 50, status, secs, ok, "ok");
+    unsigned good = 0, waves[6] = {0};
+    for (size_t i = 0; i < 50; i++) {
+        good += status[i] == 200 && ok[i];
+        long w = lround(secs[i] / 0.2);
+        waves[w >= 1 && w <= 5 ? w : 0]++;
+    }
+    CHECK_INT(good, 50);
+    for (size_t w = 1; w <= 5; w++)
+        CHECK_INT(waves[w], 10);
+    if (waves[0]) {
+        qsort(secs, 50, sizeof secs[0], cmp_double);
+        fprintf(stderr, "latencies: %.3f %.3f .. %.3f %.3f\n", secs[0], secs[1], secs[48],
+                secs[49]);
+    }
+    stop_expect_clean(&s);
+}
+
+/* --workers 2 --queue 5: of 10 concurrent requests 7 are served and exactly 3 refused, with a
+ * 503 (or, with --overflow reset on slowsrv, a reset connection). */
+static void workers_refuse_exactly_the_overflow(void)
+{
+    struct server s;
+    struct reply r;
+    long status[10];
+    double secs[10];
+    int ok[10];
+    START(&s, "--workers", "2", "--queue", "5", "--delay", "300ms");
+    http_concurrent(s.port, "/test", 10, status, secs, ok, "ok");
+    unsigned served = 0, refused = 0;
+    for (size_t i = 0; i < 10; i++) {
+        served += status[i] == 200 && ok[i];
+        refused += status[i] == 503;
+    }
+    CHECK_INT(served, 7);
+    CHECK_INT(refused, 3);
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "workers.size"), 2);
+    CHECK_INT(json_number(j, "workers.rejected"), 3);
+    CHECK_INT(json_number(j, "workers.active"), 0);
+    CHECK_INT(json_number(j, "workers.queued"), 0);
+    CHECK_INT(json_number(j, "cancels"), 0);
+    cJSON_Delete(j);
+    /* /healthz never waits for a worker. */
+    http_request(s.port, "GET", "/healthz", NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    stop_expect_clean(&s);
+
+    const char *args[] = {"--workers", "2", "--delay", "300ms", "--overflow", "reset", NULL};
+    if (is_h2o) {
+        struct bad_case c = {{"--workers", "2", "--overflow", "reset"},
+                             {NULL},
+                             "overflow: slowsrv-h2o cannot reset a connection"};
+        expect_refused(&c, 2);
+        return;
+    }
+    if (server_start(&s, bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    http_concurrent(s.port, "/test", 5, status, secs, ok, "ok");
+    served = refused = 0;
+    for (size_t i = 0; i < 5; i++) {
+        served += status[i] == 200 && ok[i];
+        refused += status[i] == 0;
+    }
+    CHECK_INT(served, 2);
+    CHECK_INT(refused, 3);
+    stop_expect_clean(&s);
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -1081,6 +1183,7 @@ static const struct {
     {"error_rate_injects_errors", error_rate_injects_errors},
     {"seeded_delays_repeat_across_runs_and_binaries",
      seeded_delays_repeat_across_runs_and_binaries},
+    {"workers_refuse_exactly_the_overflow", workers_refuse_exactly_the_overflow},
 };
 
 /* Cases run once per model: "<case>:<model>". */
@@ -1090,6 +1193,7 @@ static const struct {
 } model_cases[] = {
     {"concurrent_delays", concurrent_delays},
     {"sigterm_drains_delayed", sigterm_drains_delayed},
+    {"workers_serve_in_waves", workers_serve_in_waves},
 };
 
 int main(int argc, char **argv)

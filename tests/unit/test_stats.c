@@ -90,7 +90,8 @@ static void stats_json_names_routes_and_statuses(void)
     const char *names[] = {"/test", "other"};
     stats_request_begin(stats_shard(st, 0), 1);
     stats_request_end(stats_shard(st, 0), 1, 404);
-    char *json = stats_to_json(st, names, 2, 1.5);
+    struct pool_counts pc = {200, 3, 2, 9};
+    char *json = stats_to_json(st, names, 2, 1.5, &pc);
     cJSON *j = cJSON_Parse(json);
     CHECK(j != NULL);
     cJSON *routes = cJSON_GetObjectItem(j, "routes");
@@ -98,6 +99,11 @@ static void stats_json_names_routes_and_statuses(void)
     CHECK_INT(cJSON_GetObjectItem(cJSON_GetObjectItem(other, "status"), "404")->valueint, 1);
     CHECK_INT(cJSON_GetObjectItem(cJSON_GetObjectItem(routes, "/test"), "requests")->valueint, 0);
     CHECK(cJSON_GetObjectItem(j, "uptime_s")->valuedouble == 1.5);
+    cJSON *w = cJSON_GetObjectItem(j, "workers");
+    CHECK_INT(cJSON_GetObjectItem(w, "size")->valueint, 200);
+    CHECK_INT(cJSON_GetObjectItem(w, "active")->valueint, 3);
+    CHECK_INT(cJSON_GetObjectItem(w, "queued")->valueint, 2);
+    CHECK_INT(cJSON_GetObjectItem(w, "rejected")->valueint, 9);
     cJSON_Delete(j);
     free(json);
     stats_free(st);
