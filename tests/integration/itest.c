@@ -1152,6 +1152,39 @@ static void workers_refuse_exactly_the_overflow(void)
     stop_expect_clean(&s);
 }
 
+/* Every example config in config/ passes --check-config, and the realistic one serves. */
+static void example_configs_check(void)
+{
+    static const char *const files[] = {"spring-200-workers.json", "upload-gateway.json",
+                                        "ok-echo.json", "realistic-api.json"};
+    const char *dir = getenv("SLOWSRV_EXAMPLES");
+    char path[600], out[4096], err[4096], want[700];
+    if (!dir) {
+        CHECK_FAIL_("%s", "SLOWSRV_EXAMPLES (the config/ directory) is not set");
+        return;
+    }
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        const char *args[] = {"--check-config", path, NULL};
+        CHECK_INT(run_to_exit(bin, args, NULL, out, sizeof out, err, sizeof err), 0);
+        snprintf(want, sizeof want, "%s: ok\n", path);
+        CHECK_STR(out, want);
+    }
+    struct server s;
+    struct reply r;
+    snprintf(path, sizeof path, "%s/realistic-api.json", dir);
+    const char *args[] = {"--config", path, NULL};
+    if (server_start(&s, bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    http_request(s.port, "GET", "/api/health", NULL, NULL, &r);
+    CHECK(r.status == 200 || r.status == 503);
+    http_request(s.port, "POST", "/api/orders", "{}", NULL, &r);
+    CHECK(r.status == 201 || r.status == 503);
+    stop_expect_clean(&s);
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -1184,6 +1217,7 @@ static const struct {
     {"seeded_delays_repeat_across_runs_and_binaries",
      seeded_delays_repeat_across_runs_and_binaries},
     {"workers_refuse_exactly_the_overflow", workers_refuse_exactly_the_overflow},
+    {"example_configs_check", example_configs_check},
 };
 
 /* Cases run once per model: "<case>:<model>". */
