@@ -14,6 +14,7 @@ void exchange_begin(struct exchange *x, struct route_table *t, struct stats_shar
     x->upload = NULL;
     x->decided_at = 0;
     x->pe.state = POOL_OUT;
+    x->begun_us = timer_now_us();
     route_plan(t, rq, &x->plan);
     x->pool = t->pool && x->plan.route && x->plan.stats_id != STATS_UNCOUNTED ? t->pool : NULL;
     x->overflow_reset = t->overflow_reset;
@@ -126,6 +127,7 @@ int exchange_wait(struct exchange *x, struct timer_heap *h, uint64_t now_us)
 
 void exchange_sleep(struct exchange *x, int (*sleep_fn)(void *arg, uint64_t delay_us), void *arg)
 {
+    x->timer.due_us = timer_now_us() + x->plan.delay_us;
     stats_wait_begin(x->shard);
     int cut = sleep_fn(arg, x->plan.delay_us);
     stats_wait_end(x->shard);
@@ -145,7 +147,14 @@ void exchange_fire(struct exchange *x, int client_gone, int give_up)
 
 void exchange_answer(struct exchange *x)
 {
+    uint64_t now = timer_now_us();
     x->answered = x->plan.status;
+    stats_observe(x->shard, x->plan.stats_id, STATS_HIST_SERVICE, now - x->begun_us);
+    if (x->plan.delay_us && x->timer.due_us) {
+        stats_observe(x->shard, x->plan.stats_id, STATS_HIST_INTENDED, x->plan.delay_us);
+        stats_observe(x->shard, x->plan.stats_id, STATS_HIST_OVERSHOOT,
+                      now > x->timer.due_us ? now - x->timer.due_us : 0);
+    }
 }
 
 void exchange_end(struct exchange *x, struct timer_heap *h)

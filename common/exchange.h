@@ -42,6 +42,7 @@ struct exchange {
     struct pool *pool;     /* the table's worker pool, or NULL */
     struct pool_entry pe;  /* its place in the pool */
     int overflow_reset;    /* refused requests are reset, not answered 503 */
+    uint64_t begun_us;     /* when the request came in (timer_now_us clock) */
     struct plan plan;
 };
 
@@ -101,7 +102,8 @@ void exchange_sleep(struct exchange *x, int (*sleep_fn)(void *arg, uint64_t dela
  * connection closed) or `give_up` (the drain time is over). */
 void exchange_fire(struct exchange *x, int client_gone, int give_up);
 
-/* The engine queued the plan's answer. */
+/* The engine queued the plan's answer: records its service time and, for a delayed request, the
+ * intended delay and how late the answer came after it was due. */
 void exchange_answer(struct exchange *x);
 
 /* The request is over. If x still waits, its timer is removed from h; its worker passes on, or

@@ -101,6 +101,9 @@ void route_table_init(struct route_table *t, const struct config *cfg)
     struct route *st = add(t, "/stats", "GET", ROUTE_STATS, NULL, NULL);
     st->counted = 0;
     st->content_type = ct_json;
+    struct route *m = add(t, "/metrics", "GET", ROUTE_METRICS, NULL, NULL);
+    m->counted = 0;
+    m->content_type = "text/plain; version=0.0.4";
     for (size_t i = 0; i < cfg->nroutes; i++)
         add_configured(t, &cfg->routes[i]);
 }
@@ -137,7 +140,8 @@ size_t route_stats_count(const struct route_table *t)
     return t->count + 1;
 }
 
-char *route_stats_json(const struct route_table *t, const struct stats *st, uint64_t started_us)
+char *route_report(const struct route_table *t, const struct stats *st, uint64_t started_us,
+                   enum plan_action what)
 {
     const char *names[ROUTE_MAX + 1];
     struct pool_counts pc = {0, 0, 0, 0};
@@ -146,8 +150,10 @@ char *route_stats_json(const struct route_table *t, const struct stats *st, uint
     names[t->count] = "other";
     if (t->pool)
         pool_counts_get(t->pool, &pc);
-    return stats_to_json(st, names, t->count + 1, (double)(timer_now_us() - started_us) / 1e6,
-                         t->pool ? &pc : NULL);
+    double uptime = (double)(timer_now_us() - started_us) / 1e6;
+    if (what == PLAN_METRICS)
+        return stats_to_prometheus(st, names, t->count + 1, uptime, t->pool ? &pc : NULL);
+    return stats_to_json(st, names, t->count + 1, uptime, t->pool ? &pc : NULL);
 }
 
 size_t route_error_json(char *buf, size_t len, unsigned status, const char *msg)
@@ -363,9 +369,10 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
     out->body_len = r->body_len;
     out->headers = r->headers;
     out->nheaders = r->nheaders;
-    out->action = r->kind == ROUTE_UPLOAD  ? PLAN_UPLOAD
-                  : r->kind == ROUTE_STATS ? PLAN_STATS
-                                           : PLAN_RESPOND;
+    out->action = r->kind == ROUTE_UPLOAD    ? PLAN_UPLOAD
+                  : r->kind == ROUTE_STATS   ? PLAN_STATS
+                  : r->kind == ROUTE_METRICS ? PLAN_METRICS
+                                             : PLAN_RESPOND;
     out->cacheable = r->kind == ROUTE_STATIC;
     out->delay_us = 0;
     out->timing = NULL;

@@ -31,6 +31,7 @@ enum route_kind {
     ROUTE_STATIC = 0, /* a fixed answer, possibly delayed */
     ROUTE_UPLOAD,     /* POST /write: count the multipart data part */
     ROUTE_STATS,      /* GET /stats: the counters as JSON */
+    ROUTE_METRICS,    /* GET /metrics: the counters for Prometheus */
 };
 
 struct route {
@@ -71,7 +72,8 @@ struct route_table {
 enum plan_action {
     PLAN_RESPOND = 0, /* answer status/body after delay_us */
     PLAN_UPLOAD,      /* read the body through an upload (exchange.h), then answer its result */
-    PLAN_STATS,       /* answer route_stats_json() */
+    PLAN_STATS,       /* answer route_report() as JSON */
+    PLAN_METRICS,     /* answer route_report() in Prometheus text format */
     PLAN_RESET,       /* answer nothing: reset the connection */
 };
 
@@ -116,8 +118,8 @@ struct route_request {
 };
 
 /* Fills *t with the built-in routes (GET /test, POST /write, any method / and /echo,
- * GET /healthz, GET /stats) as configured by cfg, then cfg's "routes", which replace a built-in
- * route of the same path or are added. cfg must outlive the table. */
+ * GET /healthz, GET /stats, GET /metrics) as configured by cfg, then cfg's "routes", which replace
+ * a built-in route of the same path or are added. cfg must outlive the table. */
 void route_table_init(struct route_table *t, const struct config *cfg);
 
 /* As route_table_init, also making the worker pool of --workers; returns 0 or -errno. */
@@ -138,10 +140,12 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
  * over the raw query. */
 long route_query_param(const char *query, size_t len, const char *name, char *buf, size_t buflen);
 
-/* The body of GET /stats for the counters `st` (sized by route_stats_count) of table t, started
- * at started_us (timer_now_us clock). Returns a malloc'd JSON string the caller frees with
- * free(), or NULL if out of memory. */
-char *route_stats_json(const struct route_table *t, const struct stats *st, uint64_t started_us);
+/* The body of GET /stats (what = PLAN_STATS, JSON) or GET /metrics (PLAN_METRICS, Prometheus
+ * text) for the counters `st` (sized by route_stats_count) of table t, started at started_us
+ * (timer_now_us clock). Returns a malloc'd string the caller frees with free(), or NULL if out
+ * of memory. */
+char *route_report(const struct route_table *t, const struct stats *st, uint64_t started_us,
+                   enum plan_action what);
 
 /* Returns the standard reason phrase of an HTTP status ("Not Found"), "Unknown" if none. */
 const char *route_reason(unsigned status);

@@ -2,16 +2,28 @@
 
 #include <cjson/cJSON.h>
 #include <stdatomic.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define NSTATUS (STATS_STATUS_MAX - STATS_STATUS_MIN + 2) /* slot 0 is "no answer" */
 
+const uint64_t stats_bucket_us[STATS_BUCKETS] = {
+    100,    250,    500,    1000,    2500,    5000,    10000,    25000,    50000,
+    100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000, 30000000, 60000000,
+};
+
+struct histogram {
+    _Atomic uint64_t bucket[STATS_BUCKETS + 1];
+    _Atomic uint64_t sum_us;
+};
+
 struct route_counters {
     _Atomic uint64_t begun;
     _Atomic uint64_t cancels;
     _Atomic uint64_t status[NSTATUS];
+    struct histogram hist[STATS_HIST_COUNT];
 };
 
 /* Aligned to a cache line so that two loops never write the same line. */
@@ -128,6 +140,18 @@ void stats_cancel(struct stats_shard *sh, size_t route)
         add(&sh->routes[route].cancels, 1);
 }
 
+void stats_observe(struct stats_shard *sh, size_t route, enum stats_hist which, uint64_t us)
+{
+    if (route >= sh->nroutes || which >= STATS_HIST_COUNT)
+        return;
+    size_t b = 0;
+    while (b < STATS_BUCKETS && us > stats_bucket_us[b])
+        b++;
+    struct histogram *h = &sh->routes[route].hist[which];
+    add(&h->bucket[b], 1);
+    add(&h->sum_us, us);
+}
+
 void stats_bytes_in(struct stats_shard *sh, uint64_t n)
 {
     add(&sh->bytes_in, n);
@@ -173,6 +197,8 @@ uint64_t stats_route_status(const struct stats *st, size_t route, unsigned statu
     return n;
 }
 
+static void json_latency(const struct stats *st, size_t route, cJSON *obj);
+
 char *stats_to_json(const struct stats *st, const char *const *names, size_t nroutes,
                     double uptime_s, const struct pool_counts *workers)
 {
@@ -210,6 +236,7 @@ char *stats_to_json(const struct stats *st, const char *const *names, size_t nro
             cancels += get(&st->shards[i].routes[r].cancels);
         cJSON_AddNumberToObject(o, "requests", (double)stats_route_requests(st, r));
         cJSON_AddNumberToObject(o, "cancels", (double)cancels);
+        json_latency(st, r, o);
         for (unsigned code = STATS_STATUS_MIN; code <= STATS_STATUS_MAX; code++) {
             uint64_t n = stats_route_status(st, r, code);
             char key[8];
@@ -226,4 +253,200 @@ done:
     cJSON_Delete(routes);
     cJSON_Delete(root);
     return out;
+}
+
+/* Sums histogram `which` of `route` over the shards into bucket[] (STATS_BUCKETS + 1 entries);
+ * returns the observation count and sets *sum_us. */
+static uint64_t hist_sum(const struct stats *st, size_t route, enum stats_hist which,
+                         uint64_t *bucket, uint64_t *sum_us)
+{
+    uint64_t count = 0;
+    *sum_us = 0;
+    for (size_t b = 0; b <= STATS_BUCKETS; b++)
+        bucket[b] = 0;
+    for (size_t i = 0; i < st->nshards; i++) {
+        const struct histogram *h = &st->shards[i].routes[route].hist[which];
+        for (size_t b = 0; b <= STATS_BUCKETS; b++)
+            bucket[b] += get(&h->bucket[b]);
+        *sum_us += get(&h->sum_us);
+    }
+    for (size_t b = 0; b <= STATS_BUCKETS; b++)
+        count += bucket[b];
+    return count;
+}
+
+/* Upper bound (ms) of the bucket holding quantile q, or -1 past the last bound. */
+static double quantile_ms(const uint64_t *bucket, uint64_t count, double q)
+{
+    uint64_t need = (uint64_t)((double)count * q + 0.999999), acc = 0;
+    for (size_t b = 0; b < STATS_BUCKETS; b++) {
+        acc += bucket[b];
+        if (acc >= need)
+            return (double)stats_bucket_us[b] / 1000.0;
+    }
+    return -1;
+}
+
+static void json_latency(const struct stats *st, size_t route, cJSON *obj)
+{
+    static const char *const names[STATS_HIST_COUNT] = {"delay_intended_ms", "delay_overshoot_ms",
+                                                        "service_ms"};
+    for (int w = 0; w < STATS_HIST_COUNT; w++) {
+        uint64_t bucket[STATS_BUCKETS + 1], sum;
+        uint64_t n = hist_sum(st, route, (enum stats_hist)w, bucket, &sum);
+        cJSON *h = cJSON_AddObjectToObject(obj, names[w]);
+        if (!h)
+            return;
+        cJSON_AddNumberToObject(h, "count", (double)n);
+        if (!n)
+            continue;
+        cJSON_AddNumberToObject(h, "mean", (double)sum / (double)n / 1000.0);
+        cJSON_AddNumberToObject(h, "p50_le", quantile_ms(bucket, n, 0.5));
+        cJSON_AddNumberToObject(h, "p90_le", quantile_ms(bucket, n, 0.9));
+        cJSON_AddNumberToObject(h, "p99_le", quantile_ms(bucket, n, 0.99));
+    }
+}
+
+/* A text buffer with a ceiling: appends fail once it would pass max. */
+struct text {
+    char *buf;
+    size_t len, cap, max;
+    int failed;
+};
+
+__attribute__((format(printf, 2, 3))) static void put(struct text *t, const char *fmt, ...)
+{
+    va_list ap;
+    for (;;) {
+        if (t->failed)
+            return;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            t->failed = 1;
+            return;
+        }
+        if ((size_t)n < t->cap - t->len) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t cap = t->cap * 2;
+        char *b = cap <= t->max ? realloc(t->buf, cap) : NULL;
+        if (!b) {
+            t->failed = 1;
+            return;
+        }
+        t->buf = b;
+        t->cap = cap;
+    }
+}
+
+/* Prometheus label values escape backslash, double quote and newline. */
+static void label(char *out, size_t len, const char *s)
+{
+    size_t n = 0;
+    for (; *s && n + 3 < len; s++) {
+        if (*s == '\\' || *s == '"' || *s == '\n') {
+            out[n++] = '\\';
+            out[n++] = *s == '\n' ? 'n' : *s;
+        } else {
+            out[n++] = *s;
+        }
+    }
+    out[n] = '\0';
+}
+
+char *stats_to_prometheus(const struct stats *st, const char *const *names, size_t nroutes,
+                          double uptime_s, const struct pool_counts *workers)
+{
+    struct text t = {malloc(16384), 0, 16384, 4u << 20, 0};
+    struct stats_totals tot;
+    static const char *const hist_names[STATS_HIST_COUNT] = {"slowsrv_delay_intended_seconds",
+                                                             "slowsrv_delay_overshoot_seconds",
+                                                             "slowsrv_service_seconds"};
+    static const char *const hist_help[STATS_HIST_COUNT] = {
+        "Delay each request was meant to wait.",
+        "How late the answer started after the delay was due.",
+        "Time from request to answer, delay included."};
+    if (!t.buf)
+        return NULL;
+    t.buf[0] = '\0';
+    stats_totals_get(st, &tot);
+    put(&t,
+        "# HELP slowsrv_uptime_seconds Seconds since the server started.\n"
+        "# TYPE slowsrv_uptime_seconds gauge\nslowsrv_uptime_seconds %.3f\n",
+        uptime_s);
+    put(&t,
+        "# HELP slowsrv_in_flight Requests begun and not yet ended.\n"
+        "# TYPE slowsrv_in_flight gauge\nslowsrv_in_flight %llu\n",
+        (unsigned long long)tot.in_flight);
+    put(&t,
+        "# HELP slowsrv_waiting Requests waiting on their delay.\n"
+        "# TYPE slowsrv_waiting gauge\nslowsrv_waiting %llu\n",
+        (unsigned long long)tot.waiting);
+    put(&t,
+        "# HELP slowsrv_received_bytes_total Request body bytes received.\n"
+        "# TYPE slowsrv_received_bytes_total counter\nslowsrv_received_bytes_total %llu\n",
+        (unsigned long long)tot.bytes_in);
+    if (workers) {
+        put(&t,
+            "# HELP slowsrv_workers Size of the worker pool (--workers).\n"
+            "# TYPE slowsrv_workers gauge\nslowsrv_workers %u\n"
+            "# HELP slowsrv_workers_active Requests holding a worker.\n"
+            "# TYPE slowsrv_workers_active gauge\nslowsrv_workers_active %u\n"
+            "# HELP slowsrv_workers_queued Requests waiting for a worker.\n"
+            "# TYPE slowsrv_workers_queued gauge\nslowsrv_workers_queued %u\n"
+            "# HELP slowsrv_workers_rejected_total Requests refused: workers and queue "
+            "full.\n"
+            "# TYPE slowsrv_workers_rejected_total counter\n"
+            "slowsrv_workers_rejected_total %llu\n",
+            workers->workers, workers->active, workers->queued,
+            (unsigned long long)workers->rejected);
+    }
+    put(&t, "# HELP slowsrv_requests_total Requests answered, by route and status (0: no "
+            "answer).\n# TYPE slowsrv_requests_total counter\n");
+    for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
+        char l[256];
+        label(l, sizeof l, names[r]);
+        for (unsigned code = 0; code <= STATS_STATUS_MAX; code = code ? code + 1 : 100) {
+            uint64_t n = stats_route_status(st, r, code);
+            if (n)
+                put(&t, "slowsrv_requests_total{route=\"%s\",status=\"%u\"} %llu\n", l, code,
+                    (unsigned long long)n);
+        }
+    }
+    put(&t, "# HELP slowsrv_cancels_total Requests whose client left before the answer.\n"
+            "# TYPE slowsrv_cancels_total counter\n");
+    for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
+        char l[256];
+        uint64_t n = 0;
+        label(l, sizeof l, names[r]);
+        for (size_t i = 0; i < st->nshards; i++)
+            n += get(&st->shards[i].routes[r].cancels);
+        put(&t, "slowsrv_cancels_total{route=\"%s\"} %llu\n", l, (unsigned long long)n);
+    }
+    for (int w = 0; w < STATS_HIST_COUNT; w++) {
+        put(&t, "# HELP %s %s\n# TYPE %s histogram\n", hist_names[w], hist_help[w], hist_names[w]);
+        for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
+            uint64_t bucket[STATS_BUCKETS + 1], sum, acc = 0;
+            char l[256];
+            uint64_t n = hist_sum(st, r, (enum stats_hist)w, bucket, &sum);
+            label(l, sizeof l, names[r]);
+            for (size_t b = 0; b < STATS_BUCKETS; b++) {
+                acc += bucket[b];
+                put(&t, "%s_bucket{route=\"%s\",le=\"%g\"} %llu\n", hist_names[w], l,
+                    (double)stats_bucket_us[b] / 1e6, (unsigned long long)acc);
+            }
+            put(&t, "%s_bucket{route=\"%s\",le=\"+Inf\"} %llu\n", hist_names[w], l,
+                (unsigned long long)n);
+            put(&t, "%s_sum{route=\"%s\"} %.6f\n", hist_names[w], l, (double)sum / 1e6);
+            put(&t, "%s_count{route=\"%s\"} %llu\n", hist_names[w], l, (unsigned long long)n);
+        }
+    }
+    if (t.failed) {
+        free(t.buf);
+        return NULL;
+    }
+    return t.buf;
 }

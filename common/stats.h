@@ -22,6 +22,18 @@
  * route ignores it. */
 #define STATS_UNCOUNTED ((size_t)-1)
 
+/* Latency histograms kept per route, each over the same bucket bounds (STATS_BUCKETS). */
+enum stats_hist {
+    STATS_HIST_INTENDED = 0, /* the delay the request was meant to wait */
+    STATS_HIST_OVERSHOOT,    /* how late its answer started after the delay was due */
+    STATS_HIST_SERVICE,      /* from request in to answer out */
+    STATS_HIST_COUNT,
+};
+
+/* Upper bounds of the histogram buckets in microseconds; a last bucket takes the rest. */
+#define STATS_BUCKETS 18
+extern const uint64_t stats_bucket_us[STATS_BUCKETS];
+
 struct stats;
 struct stats_shard;
 
@@ -58,6 +70,9 @@ void stats_wait_end(struct stats_shard *sh);
 /* The client of a request on `route` went away before its answer. */
 void stats_cancel(struct stats_shard *sh, size_t route);
 
+/* Adds an observation of `us` microseconds to histogram `which` of `route`. */
+void stats_observe(struct stats_shard *sh, size_t route, enum stats_hist which, uint64_t us);
+
 /* `n` request body bytes were received. */
 void stats_bytes_in(struct stats_shard *sh, uint64_t n);
 
@@ -76,5 +91,11 @@ uint64_t stats_route_status(const struct stats *st, size_t route, unsigned statu
  * NUL-terminated string the caller frees with free(), or NULL if out of memory. */
 char *stats_to_json(const struct stats *st, const char *const *names, size_t nroutes,
                     double uptime_s, const struct pool_counts *workers);
+
+/* Renders the same figures in the Prometheus text exposition format 0.0.4, with the latency
+ * histograms. Returns a malloc'd string the caller frees with free(), or NULL if out of
+ * memory. */
+char *stats_to_prometheus(const struct stats *st, const char *const *names, size_t nroutes,
+                          double uptime_s, const struct pool_counts *workers);
 
 #endif

@@ -131,12 +131,12 @@ static void send_answer(struct h2o_request *r, unsigned status, const char *cont
 static void respond(struct h2o_request *r)
 {
     const struct plan *p = &r->x.plan;
-    if (p->action == PLAN_STATS) {
-        char *json =
-            route_stats_json(&r->loop->srv->routes, r->loop->srv->stats, r->loop->srv->started_us);
-        if (json) {
-            send_answer(r, 200, p->content_type, json, strlen(json));
-            free(json);
+    if (p->action == PLAN_STATS || p->action == PLAN_METRICS) {
+        struct h2o_server *srv = r->loop->srv;
+        char *text = route_report(&srv->routes, srv->stats, srv->started_us, p->action);
+        if (text) {
+            send_answer(r, 200, p->content_type, text, strlen(text));
+            free(text);
             return;
         }
         h2o_send_error_503(r->req, "Service Unavailable", "out of memory", 0);

@@ -28,8 +28,6 @@
 /* Longest wait in a loop iteration, so a stop request is noticed promptly. */
 #define LOOP_TICK_MS 100
 
-static const char rq_json_type[] = "application/json";
-
 struct mhd_loop;
 
 struct request {
@@ -157,18 +155,18 @@ static void free_cache(struct MHD_Response **cache, size_t n)
     }
 }
 
-static struct MHD_Response *stats_response(struct mhd_server *srv)
+static struct MHD_Response *report_response(struct mhd_server *srv, const struct plan *p)
 {
-    char *json = route_stats_json(&srv->routes, srv->stats, srv->started_us);
-    if (!json)
+    char *text = route_report(&srv->routes, srv->stats, srv->started_us, p->action);
+    if (!text)
         return NULL;
     struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(json), json, MHD_RESPMEM_MUST_FREE);
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
-        free(json);
+        free(text);
         return NULL;
     }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rq_json_type);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, p->content_type);
     return resp;
 }
 
@@ -176,8 +174,8 @@ static enum MHD_Result respond(struct request *rq)
 {
     struct MHD_Response *resp = NULL;
     int fresh = 0;
-    if (rq->x.plan.action == PLAN_STATS) {
-        resp = stats_response(rq->loop->srv);
+    if (rq->x.plan.action == PLAN_STATS || rq->x.plan.action == PLAN_METRICS) {
+        resp = report_response(rq->loop->srv, &rq->x.plan);
         if (!resp)
             return MHD_NO;
         fresh = 1;

@@ -1185,6 +1185,56 @@ static void example_configs_check(void)
     stop_expect_clean(&s);
 }
 
+/* The value of the first /metrics sample line that starts with `prefix`, or -1. */
+static double metric(const char *text, const char *prefix)
+{
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncmp(p, prefix, strlen(prefix)) == 0 && p[strlen(prefix)] == ' ')
+            return strtod(p + strlen(prefix) + 1, NULL);
+    }
+    return -1;
+}
+
+/* /metrics: Prometheus text format that promtool accepts, counting a known sequence, with
+ * latency histograms of the intended delay, its overshoot and the service time. */
+static void metrics_follow_a_known_sequence(void)
+{
+    struct server s;
+    struct reply r;
+    char h[64], path[300], cmd[700];
+    START(&s, "--delay", "30ms", "--workers", "4");
+    for (int i = 0; i < 3; i++)
+        http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    http_request(s.port, "GET", "/missing", NULL, NULL, &r);
+    cJSON_Delete(settled_stats(h1(&s)));
+    http_request(s.port, "GET", "/metrics", NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(reply_header(&r, "Content-Type", h, sizeof h), "text/plain; version=0.0.4");
+    CHECK_INT(metric(r.body, "slowsrv_requests_total{route=\"/test\",status=\"200\"}"), 3);
+    CHECK_INT(metric(r.body, "slowsrv_requests_total{route=\"other\",status=\"404\"}"), 1);
+    CHECK_INT(metric(r.body, "slowsrv_delay_intended_seconds_count{route=\"/test\"}"), 3);
+    CHECK_INT(metric(r.body, "slowsrv_delay_intended_seconds_bucket{route=\"/test\",le=\"0.025\"}"),
+              0);
+    CHECK_INT(metric(r.body, "slowsrv_delay_intended_seconds_bucket{route=\"/test\",le=\"0.05\"}"),
+              3);
+    CHECK_INT(metric(r.body, "slowsrv_delay_overshoot_seconds_count{route=\"/test\"}"), 3);
+    CHECK_INT(metric(r.body, "slowsrv_service_seconds_count{route=\"/test\"}"), 3);
+    CHECK_INT(metric(r.body, "slowsrv_workers"), 4);
+    CHECK_INT(metric(r.body, "slowsrv_in_flight"), 0);
+    /* The overshoot of a lone 30 ms delay on an idle server stays under 25 ms. */
+    CHECK_INT(
+        metric(r.body, "slowsrv_delay_overshoot_seconds_bucket{route=\"/test\",le=\"0.025\"}"), 3);
+    snprintf(path, sizeof path, "%s/metrics.txt", tmpdir);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(r.body, f);
+        fclose(f);
+    }
+    snprintf(cmd, sizeof cmd, "promtool check metrics < '%s'", path);
+    CHECK_INT(system(cmd), 0);
+    stop_expect_clean(&s);
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -1218,6 +1268,7 @@ static const struct {
      seeded_delays_repeat_across_runs_and_binaries},
     {"workers_refuse_exactly_the_overflow", workers_refuse_exactly_the_overflow},
     {"example_configs_check", example_configs_check},
+    {"metrics_follow_a_known_sequence", metrics_follow_a_known_sequence},
 };
 
 /* Cases run once per model: "<case>:<model>". */

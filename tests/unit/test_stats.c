@@ -109,8 +109,57 @@ static void stats_json_names_routes_and_statuses(void)
     stats_free(st);
 }
 
+static void stats_histograms_place_observations_by_bound(void)
+{
+    struct stats *st = stats_new(2, 1);
+    const char *names[] = {"/test"};
+    stats_observe(stats_shard(st, 0), 0, STATS_HIST_INTENDED, 100);      /* le 0.0001 */
+    stats_observe(stats_shard(st, 1), 0, STATS_HIST_INTENDED, 101);      /* le 0.00025 */
+    stats_observe(stats_shard(st, 0), 0, STATS_HIST_INTENDED, 1000000);  /* le 1 */
+    stats_observe(stats_shard(st, 0), 0, STATS_HIST_INTENDED, 90000000); /* +Inf only */
+    stats_observe(stats_shard(st, 0), STATS_UNCOUNTED, STATS_HIST_INTENDED, 5);
+    char *text = stats_to_prometheus(st, names, 1, 2.0, NULL);
+    CHECK(text != NULL);
+    static const char *const want[] = {
+        "slowsrv_delay_intended_seconds_bucket{route=\"/test\",le=\"0.0001\"} 1\n",
+        "slowsrv_delay_intended_seconds_bucket{route=\"/test\",le=\"0.00025\"} 2\n",
+        "slowsrv_delay_intended_seconds_bucket{route=\"/test\",le=\"0.5\"} 2\n",
+        "slowsrv_delay_intended_seconds_bucket{route=\"/test\",le=\"1\"} 3\n",
+        "slowsrv_delay_intended_seconds_bucket{route=\"/test\",le=\"60\"} 3\n",
+        "slowsrv_delay_intended_seconds_bucket{route=\"/test\",le=\"+Inf\"} 4\n",
+        "slowsrv_delay_intended_seconds_count{route=\"/test\"} 4\n",
+        "slowsrv_delay_intended_seconds_sum{route=\"/test\"} 91.000201\n",
+        "# TYPE slowsrv_service_seconds histogram\n",
+        "slowsrv_uptime_seconds 2.000\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        if (!text || !strstr(text, want[i]))
+            CHECK_FAIL_("missing line: %s", want[i]);
+        else
+            check_passed++;
+    }
+    CHECK(text && strstr(text, "slowsrv_workers") == NULL);
+    free(text);
+    stats_free(st);
+}
+
+static void stats_prometheus_escapes_route_labels(void)
+{
+    struct stats *st = stats_new(1, 1);
+    const char *names[] = {"/a\"b\\c"};
+    stats_request_begin(stats_shard(st, 0), 0);
+    stats_request_end(stats_shard(st, 0), 0, 200);
+    char *text = stats_to_prometheus(st, names, 1, 1.0, NULL);
+    CHECK(text &&
+          strstr(text, "slowsrv_requests_total{route=\"/a\\\"b\\\\c\",status=\"200\"} 1\n"));
+    free(text);
+    stats_free(st);
+}
+
 int main(void)
 {
+    stats_histograms_place_observations_by_bound();
+    stats_prometheus_escapes_route_labels();
     stats_totals_follow_a_known_sequence();
     stats_uncounted_routes_leave_no_trace();
     stats_shards_sum_exactly_across_threads();
