@@ -137,3 +137,47 @@ int net_peer_gone(int fd)
         return 1;
     return 0;
 }
+
+int net_adopt(char *err, int fd, size_t n, int *fds, unsigned *bound_port)
+{
+    int listening = 0, type = 0;
+    socklen_t len = sizeof listening;
+    struct sockaddr_storage ss;
+    socklen_t sslen = sizeof ss;
+    for (size_t i = 0; i < n; i++)
+        fds[i] = -1;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening ||
+        getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &(socklen_t){sizeof type}) != 0 ||
+        type != SOCK_STREAM || getsockname(fd, (struct sockaddr *)&ss, &sslen) != 0 ||
+        (ss.ss_family != AF_INET && ss.ss_family != AF_INET6)) {
+        snprintf(err, NET_ERR_LEN, "socket activation: fd %d is not a listening TCP socket", fd);
+        return -EINVAL;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+        int e = errno;
+        snprintf(err, NET_ERR_LEN, "socket activation: fcntl: %s", strerror(e));
+        return -e;
+    }
+    fds[0] = fd;
+    for (size_t i = 1; i < n; i++) {
+        fds[i] = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (fds[i] < 0) {
+            int e = errno;
+            snprintf(err, NET_ERR_LEN, "socket activation: dup: %s", strerror(e));
+            fds[0] = -1; /* not ours to close */
+            net_close_all(fds + 1, i - 1);
+            return -e;
+        }
+    }
+    *bound_port = local_port(fd);
+    return 0;
+}
+
+int net_open(char *err, const char *host, unsigned port, size_t n, int backlog, int inherited,
+             int *fds, unsigned *bound_port)
+{
+    if (inherited >= 0)
+        return net_adopt(err, inherited, n, fds, bound_port);
+    return net_listen(err, host, port, n, backlog, fds, bound_port);
+}

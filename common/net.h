@@ -21,6 +21,16 @@
 int net_listen(char *err, const char *host, unsigned port, size_t n, int backlog, int *fds,
                unsigned *bound_port);
 
+/* Socket activation: shares one listening socket `fd` handed over by the service manager among
+ * n loops (fds[0] = fd, the others dup()s of it), made non-blocking; *bound_port gets its port.
+ * Returns 0, or a negative errno with err filled if fd is not a listening TCP socket. */
+int net_adopt(char *err, int fd, size_t n, int *fds, unsigned *bound_port);
+
+/* net_adopt(inherited) when the service manager handed over a socket (inherited >= 0), else
+ * net_listen(host, port). */
+int net_open(char *err, const char *host, unsigned port, size_t n, int backlog, int inherited,
+             int *fds, unsigned *bound_port);
+
 /* Closes the n descriptors in fds that are >= 0 and sets them to -1. */
 void net_close_all(int *fds, size_t n);
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,7 +61,19 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    int rc = engine->start(&srv, &cfg, &lg, err);
+    /* Socket activation (slowsrv.socket, systemd-socket-activate): one listening socket. */
+    int inherited = -1;
+    int nfds = sd_listen_fds(1);
+    if (nfds > 1) {
+        fprintf(stderr, "%s: systemd passed %d sockets; give the service exactly one\n",
+                engine->program, nfds);
+        config_cleanup(&cfg);
+        return 2;
+    }
+    if (nfds == 1)
+        inherited = SD_LISTEN_FDS_START;
+
+    int rc = engine->start(&srv, &cfg, &lg, inherited, err);
     if (rc != 0) {
         fprintf(stderr, "%s: %s%s\n", engine->program, err,
                 rc == -EADDRINUSE ? " (another server has it; pick another --port)" : "");
@@ -72,9 +85,12 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     fprintf(stderr, "%s %s listening on %s (engine=%s model=%s threads=%u)\n", engine->program,
             SLOWSRV_VERSION, url, engine->name, config_model_name(cfg.model), engine->threads(srv));
     fflush(stderr);
+    /* Type=notify units wait for this; a no-op when NOTIFY_SOCKET is unset. */
+    sd_notifyf(0, "READY=1\nSTATUS=listening on %s", url);
 
     while (sigwait(&sigs, &sig) != 0)
         ;
+    sd_notify(0, "STOPPING=1");
     LOG(&lg, LOG_LEVEL_INFO, "%s: draining for up to %llu ms", strsignal(sig),
         (unsigned long long)(cfg.grace_us / 1000));
     engine->stop(srv);

@@ -17,9 +17,11 @@ struct app_engine {
     const char *name;             /* "mhd", shown as engine=<name> */
     enum config_engine engine;    /* which options it accepts */
     const char *(*library)(void); /* "libmicrohttpd 0.9.75" */
-    /* Listens and starts serving; on failure fills err (NET_ERR_LEN) and returns a negative
-     * errno (-EADDRINUSE for a port in use, -EINVAL for a bad setting such as a TLS file). */
-    int (*start)(void **srv, const struct config *cfg, const struct log *lg, char *err);
+    /* Listens (or takes `inherited`, a socket from systemd, when >= 0) and starts serving; on
+     * failure fills err (NET_ERR_LEN) and returns a negative errno (-EADDRINUSE for a port in
+     * use, -EINVAL for a bad setting such as a TLS file). */
+    int (*start)(void **srv, const struct config *cfg, const struct log *lg, int inherited,
+                 char *err);
     unsigned (*port)(const void *srv);
     const char *(*scheme)(const void *srv); /* "http" or "https" */
     unsigned (*threads)(const void *srv);   /* threads shown on the startup line */

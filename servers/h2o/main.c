@@ -9,9 +9,10 @@ static const char *library(void)
     return "libh2o " H2O_VERSION;
 }
 
-static int start(void **srv, const struct config *cfg, const struct log *lg, char *err)
+static int start(void **srv, const struct config *cfg, const struct log *lg, int inherited,
+                 char *err)
 {
-    return h2o_server_start((struct h2o_server **)srv, cfg, lg, err);
+    return h2o_server_start((struct h2o_server **)srv, cfg, lg, inherited, err);
 }
 
 static unsigned port(const void *srv)

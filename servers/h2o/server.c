@@ -527,7 +527,7 @@ static int setup_globalconf(struct h2o_server *srv, char *err)
 }
 
 int h2o_server_start(struct h2o_server **out, const struct config *cfg, const struct log *lg,
-                     char *err)
+                     int inherited_fd, char *err)
 {
     struct h2o_server *srv = calloc(1, sizeof *srv);
     int fds[1024];
@@ -565,7 +565,8 @@ int h2o_server_start(struct h2o_server **out, const struct config *cfg, const st
         h2o_server_free(srv);
         return rc;
     }
-    rc = net_listen(err, cfg->bind, cfg->port, srv->nloops, LISTEN_BACKLOG, fds, &srv->port);
+    rc = net_open(err, cfg->bind, cfg->port, srv->nloops, LISTEN_BACKLOG, inherited_fd, fds,
+                  &srv->port);
     if (rc != 0) {
         h2o_server_free(srv);
         return rc;

@@ -19,12 +19,13 @@
 
 struct h2o_server;
 
-/* Listens on cfg's address (TLS when cfg names a certificate) and starts the loop threads. cfg
- * and lg must outlive the server. Returns 0 and sets *out, or a negative errno with a one-line
- * reason in err (NET_ERR_LEN bytes): -EADDRINUSE for a port in use, -EINVAL for unusable TLS
- * files. Call from the main thread with SIGTERM and SIGINT blocked. */
+/* Listens on cfg's address, or on inherited_fd (socket activation; -1 for none), (TLS when cfg
+ * names a certificate) and starts the loop threads. cfg and lg must outlive the server. Returns 0
+ * and sets *out, or a negative errno with a one-line reason in err (NET_ERR_LEN bytes): -EADDRINUSE
+ * for a port in use, -EINVAL for unusable TLS files. Call from the main thread with SIGTERM and
+ * SIGINT blocked. */
 int h2o_server_start(struct h2o_server **out, const struct config *cfg, const struct log *lg,
-                     char *err);
+                     int inherited_fd, char *err);
 
 /* The port actually bound. */
 unsigned h2o_server_port(const struct h2o_server *srv);

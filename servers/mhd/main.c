@@ -12,9 +12,10 @@ static const char *library(void)
     return buf;
 }
 
-static int start(void **srv, const struct config *cfg, const struct log *lg, char *err)
+static int start(void **srv, const struct config *cfg, const struct log *lg, int inherited,
+                 char *err)
 {
-    return mhd_server_start((struct mhd_server **)srv, cfg, lg, err);
+    return mhd_server_start((struct mhd_server **)srv, cfg, lg, inherited, err);
 }
 
 static unsigned port(const void *srv)

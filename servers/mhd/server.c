@@ -620,7 +620,7 @@ static void monotonic_cond_init(pthread_cond_t *cond)
 }
 
 int mhd_server_start(struct mhd_server **out, const struct config *cfg, const struct log *lg,
-                     char *err)
+                     int inherited_fd, char *err)
 {
     struct mhd_server *srv = calloc(1, sizeof *srv);
     int fds[1024];
@@ -668,7 +668,8 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
             return -EINVAL;
         }
     }
-    rc = net_listen(err, cfg->bind, cfg->port, srv->nloops, LISTEN_BACKLOG, fds, &srv->port);
+    rc = net_open(err, cfg->bind, cfg->port, srv->nloops, LISTEN_BACKLOG, inherited_fd, fds,
+                  &srv->port);
     if (rc != 0) {
         mhd_server_free(srv);
         return rc;

@@ -16,12 +16,13 @@
 
 struct mhd_server;
 
-/* Listens on cfg's address and starts serving in background threads. cfg and lg must outlive the
- * server. Returns 0 and sets *out; or returns a negative errno (-EADDRINUSE when the port is
- * taken) with a one-line reason in err (NET_ERR_LEN bytes). Call from the main thread with
- * SIGTERM, SIGINT and SIGPIPE blocked, so that the server's threads inherit the mask. */
+/* Listens on cfg's address, or on inherited_fd (socket activation; -1 for none), and starts serving
+ * in background threads. cfg and lg must outlive the server. Returns 0 and sets *out; or returns a
+ * negative errno (-EADDRINUSE when the port is taken) with a one-line reason in err (NET_ERR_LEN
+ * bytes). Call from the main thread with SIGTERM, SIGINT and SIGPIPE blocked, so that the server's
+ * threads inherit the mask. */
 int mhd_server_start(struct mhd_server **out, const struct config *cfg, const struct log *lg,
-                     char *err);
+                     int inherited_fd, char *err);
 
 /* The port actually bound (useful with --port 0). */
 unsigned mhd_server_port(const struct mhd_server *srv);

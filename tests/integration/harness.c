@@ -71,12 +71,13 @@ static pid_t spawn(const char *bin, const char *const *pre, const char *const *a
     return pid;
 }
 
+/* Reads the child's stderr up to its startup line and takes the port from it. */
+static int await_startup(struct server *s, const char *bin);
+
 int server_start(struct server *s, const char *bin, const char *const *args, const char *const *env)
 {
     static const char *const pre[] = {"--port", "0", NULL};
     int out_fd;
-    size_t len = 0;
-    double deadline = now_seconds() + 10;
 
     memset(s, 0, sizeof *s);
     s->pid = spawn(bin, pre, args, env, &out_fd, &s->err_fd);
@@ -85,6 +86,62 @@ int server_start(struct server *s, const char *bin, const char *const *args, con
         return -1;
     }
     close(out_fd);
+    return await_startup(s, bin);
+}
+
+static unsigned free_port(void)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t len = sizeof sa;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    unsigned port = 0;
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+        port = ntohs(sa.sin_port);
+    close(fd);
+    return port;
+}
+
+int server_start_activated(struct server *s, const char *bin, const char *const *args)
+{
+    char addr[64];
+    int out_fd;
+    unsigned port = free_port();
+    snprintf(addr, sizeof addr, "127.0.0.1:%u", port);
+    const char *pre[] = {"-l", addr, bin, NULL};
+
+    memset(s, 0, sizeof *s);
+    s->pid = spawn("/usr/bin/systemd-socket-activate", pre, args, NULL, &out_fd, &s->err_fd);
+    if (s->pid < 0)
+        return -1;
+    close(out_fd);
+    /* The activator execs the server (same pid) at the first connection. */
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    double deadline = now_seconds() + 5;
+    for (;;) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+        close(fd);
+        if (rc == 0)
+            break;
+        if (now_seconds() > deadline) {
+            fprintf(stderr, "harness: systemd-socket-activate never listened on %s\n", addr);
+            kill(s->pid, SIGKILL);
+            waitpid(s->pid, NULL, 0);
+            return -1;
+        }
+        usleep(10000);
+    }
+    return await_startup(s, bin);
+}
+
+static int await_startup(struct server *s, const char *bin)
+{
+    size_t len = 0;
+    double deadline = now_seconds() + 10;
+
     /* Read stderr byte by byte until the startup line: nothing after it may be consumed. */
     while (now_seconds() < deadline && len + 1 < sizeof s->startup) {
         struct pollfd pfd = {s->err_fd, POLLIN, 0};

@@ -21,6 +21,11 @@ struct server {
 int server_start(struct server *s, const char *bin, const char *const *args,
                  const char *const *env);
 
+/* Starts `bin` with `args` under systemd-socket-activate on a free loopback port (socket
+ * activation, LISTEN_FDS), connects once to make it exec the server, and waits for the startup
+ * line as server_start does. */
+int server_start_activated(struct server *s, const char *bin, const char *const *args);
+
 /* Sends SIGTERM and waits up to `wait_ms` for the exit; after that SIGKILLs it. Returns the exit
  * status (0..255), 128+signal if it died of a signal, or -1 if it had to be killed. Copies what
  * the server wrote on stderr after startup into log (loglen bytes) if log is not NULL. */

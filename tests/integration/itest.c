@@ -8,6 +8,9 @@
 #include <dirent.h>
 #include <libgen.h>
 #include <math.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1235,6 +1238,58 @@ static void metrics_follow_a_known_sequence(void)
     stop_expect_clean(&s);
 }
 
+/* Type=notify: READY=1 (with a STATUS line) once listening, STOPPING=1 on SIGTERM. */
+static void systemd_notify_ready_and_stopping(void)
+{
+    struct server s;
+    char path[100], env[128], msg[512];
+    snprintf(path, sizeof path, "%.80s/notify", tmpdir);
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    CHECK_INT(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    snprintf(env, sizeof env, "NOTIFY_SOCKET=%s", path);
+    const char *envs[] = {env, NULL};
+    const char *args[] = {"--delay", "0", NULL};
+    if (server_start(&s, bin, args, envs) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        close(fd);
+        return;
+    }
+    struct pollfd pfd = {fd, POLLIN, 0};
+    CHECK_INT(poll(&pfd, 1, 5000), 1);
+    ssize_t n = recv(fd, msg, sizeof msg - 1, MSG_DONTWAIT);
+    msg[n > 0 ? n : 0] = '\0';
+    char want[128];
+    snprintf(want, sizeof want, "READY=1\nSTATUS=listening on http://127.0.0.1:%u", s.port);
+    CHECK_STR(msg, want);
+    kill(s.pid, SIGTERM);
+    CHECK_INT(poll(&pfd, 1, 5000), 1);
+    n = recv(fd, msg, sizeof msg - 1, MSG_DONTWAIT);
+    msg[n > 0 ? n : 0] = '\0';
+    CHECK_STR(msg, "STOPPING=1");
+    stop_expect_clean(&s);
+    close(fd);
+}
+
+/* Socket activation: started by systemd-socket-activate, the server serves on the socket it is
+ * handed (with several loops sharing it). */
+static void socket_activation_serves(void)
+{
+    struct server s;
+    struct reply r;
+    const char *args[] = {"--delay", "20ms", "--threads", "2", NULL};
+    if (server_start_activated(&s, bin, args) != 0) {
+        CHECK_FAIL_("%s", "server did not start under systemd-socket-activate");
+        return;
+    }
+    for (int i = 0; i < 20; i++) {
+        http_request(s.port, "GET", "/test", NULL, NULL, &r);
+        CHECK_STR(r.body, "ok");
+    }
+    stop_expect_clean(&s);
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -1269,6 +1324,8 @@ static const struct {
     {"workers_refuse_exactly_the_overflow", workers_refuse_exactly_the_overflow},
     {"example_configs_check", example_configs_check},
     {"metrics_follow_a_known_sequence", metrics_follow_a_known_sequence},
+    {"systemd_notify_ready_and_stopping", systemd_notify_ready_and_stopping},
+    {"socket_activation_serves", socket_activation_serves},
 };
 
 /* Cases run once per model: "<case>:<model>". */
