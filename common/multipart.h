@@ -115,7 +115,7 @@ struct mp_callbacks {
 };
 
 /*
- * The parser. The caller owns the storage (about 8.4 KiB; embed it in the request) and never
+ * The parser. The caller owns the storage (about 8.2 KiB; embed it in the request) and never
  * reads or writes the fields: use the functions below. There is nothing to clean up.
  */
 struct mp_parser {

@@ -10,7 +10,7 @@
  *    headers; part headers over 8 KiB; more than 1000 parts; no "data" part;
  *  - 413: Content-Length or the bytes received over max_body.
  * The count comes from the multipart parser, never from Content-Length, which only allows an
- * early 413. Memory is the struct alone (about 8.8 KiB, no allocation), whatever the body size.
+ * early 413. Memory is the struct alone (about 8.5 KiB, no allocation), whatever the body size.
  *
  * Once an error is decided, the engine may answer at once: later feeds only add to the byte
  * counter. Whether the rest of the body is then read and dropped or the connection closed is
