@@ -16,6 +16,7 @@
 #include <openssl/ssl.h>
 
 #include "exchange.h"
+#include "service.h"
 #include "route.h"
 #include "stats.h"
 #include "timer.h"
@@ -62,9 +63,7 @@ struct h2o_loop {
 struct h2o_server {
     const struct config *cfg;
     const struct log *log;
-    struct route_table routes;
-    struct stats *stats;
-    uint64_t started_us;
+    struct service svc; /* routes, worker pool, counters */
     unsigned port;
     size_t nloops;
     struct h2o_loop *loops;
@@ -133,7 +132,7 @@ static void respond(struct h2o_request *r)
     const struct plan *p = &r->x.plan;
     if (p->action == PLAN_STATS || p->action == PLAN_METRICS) {
         struct h2o_server *srv = r->loop->srv;
-        char *text = route_report(&srv->routes, srv->stats, srv->started_us, p->action);
+        char *text = service_report(&srv->svc, p->action);
         if (text) {
             send_answer(r, 200, p->content_type, text, strlen(text));
             free(text);
@@ -319,7 +318,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     r->req = req;
     r->loop = loop;
     struct route_request in = {method, req->path.base, req->path.len, on_lookup, req};
-    exchange_begin(&r->x, &loop->srv->routes, loop->shard, &in);
+    exchange_begin(&r->x, &loop->srv->svc.routes, loop->shard, &in);
     loop->active++;
     if (r->x.plan.action != PLAN_UPLOAD && req->entity.base)
         stats_bytes_in(loop->shard, req->entity.len);
@@ -455,8 +454,8 @@ static void *loop_main(void *arg)
     run_until(loop, drained);
     /* Parked requests of every loop are woken to be answered 503; harmless if another loop
      * already did it. */
-    if (srv->routes.pool)
-        pool_flush(srv->routes.pool);
+    if (srv->svc.routes.pool)
+        pool_flush(srv->svc.routes.pool);
     take_inbox(loop);
     /* Whatever still waits after the grace time gets no answer; then idle keep-alive
      * connections and HTTP/2 sessions are asked to close, for at most one more second. */
@@ -541,15 +540,13 @@ int h2o_server_start(struct h2o_server **out, const struct config *cfg, const st
     srv->log = lg;
     srv->nloops = cfg->threads < 1024 ? cfg->threads : 1024;
     atomic_init(&srv->stopping, 0);
-    if (route_table_init_pool(&srv->routes, cfg) != 0) {
+    if (service_init(&srv->svc, cfg, srv->nloops) != 0) {
         snprintf(err, NET_ERR_LEN, "out of memory");
         free(srv);
         return -ENOMEM;
     }
-    srv->started_us = timer_now_us();
-    srv->stats = stats_new(srv->nloops, route_stats_count(&srv->routes));
     srv->loops = calloc(srv->nloops, sizeof *srv->loops);
-    if (!srv->stats || !srv->loops) {
+    if (!srv->loops) {
         snprintf(err, NET_ERR_LEN, "out of memory");
         h2o_server_free(srv);
         return -ENOMEM;
@@ -577,7 +574,7 @@ int h2o_server_start(struct h2o_server **out, const struct config *cfg, const st
         loop->srv = srv;
         loop->index = i;
         loop->listen_fd = fds[i];
-        loop->shard = stats_shard(srv->stats, i);
+        loop->shard = service_shard(&srv->svc, i);
         loop->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
         loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         /* HTTP/2 multiplexes: a loop may hold up to 100 waiting streams per connection. */
@@ -650,11 +647,10 @@ void h2o_server_free(struct h2o_server *srv)
         pthread_mutex_destroy(&loop->inbox_lock);
     }
     free(srv->loops);
-    route_table_cleanup(&srv->routes);
+    service_cleanup(&srv->svc);
     if (srv->globalconf.hosts)
         h2o_config_dispose(&srv->globalconf);
     if (srv->ssl_ctx)
         SSL_CTX_free(srv->ssl_ctx);
-    stats_free(srv->stats);
     free(srv);
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "exchange.h"
+#include "service.h"
 #include "route.h"
 #include "stats.h"
 #include "timer.h"
@@ -60,9 +61,7 @@ struct mhd_loop {
 struct mhd_server {
     const struct config *cfg;
     const struct log *log;
-    struct route_table routes;
-    struct stats *stats;
-    uint64_t started_us;
+    struct service svc; /* routes, worker pool, counters */
     unsigned port;
     int tpc;      /* thread-per-connection model */
     int internal; /* poll model: MHD polls in its own thread; ours only fires timers */
@@ -123,8 +122,8 @@ static struct MHD_Response *build_response(const struct plan *p)
 /* Builds the default answer of every route once per loop; the hot path then only queues it. */
 static int build_cache(struct mhd_server *srv, struct MHD_Response **cache)
 {
-    for (size_t i = 0; i < srv->routes.count; i++) {
-        const struct route *r = &srv->routes.routes[i];
+    for (size_t i = 0; i < srv->svc.routes.count; i++) {
+        const struct route *r = &srv->svc.routes.routes[i];
         struct plan p;
         cache[i] = NULL;
         if (r->kind != ROUTE_STATIC || (r->delayed && !r->timing[0]))
@@ -157,7 +156,7 @@ static void free_cache(struct MHD_Response **cache, size_t n)
 
 static struct MHD_Response *report_response(struct mhd_server *srv, const struct plan *p)
 {
-    char *text = route_report(&srv->routes, srv->stats, srv->started_us, p->action);
+    char *text = service_report(&srv->svc, p->action);
     if (!text)
         return NULL;
     struct MHD_Response *resp =
@@ -371,7 +370,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         rq->conn = conn;
         rq->loop = loop;
         struct route_request in = {method, url, strlen(url), on_lookup, conn};
-        exchange_begin(&rq->x, &loop->srv->routes, loop->shard, &in);
+        exchange_begin(&rq->x, &loop->srv->svc.routes, loop->shard, &in);
         atomic_fetch_add_explicit(&loop->active, 1, memory_order_relaxed);
         *req_cls = rq;
         if (rq->x.plan.action == PLAN_UPLOAD)
@@ -540,8 +539,8 @@ static void *loop_main(void *arg)
     }
     fire_due(loop, UINT64_MAX, 1);
     /* Parked requests of any loop are woken to be closed; harmless if another loop did it. */
-    if (srv->routes.pool)
-        pool_flush(srv->routes.pool);
+    if (srv->svc.routes.pool)
+        pool_flush(srv->svc.routes.pool);
     if (!srv->internal)
         MHD_run(loop->daemon);
     return NULL;
@@ -640,17 +639,15 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
     atomic_init(&srv->stopping, 0);
     pthread_mutex_init(&srv->sleep_lock, NULL);
     monotonic_cond_init(&srv->sleep_cond);
-    if (route_table_init_pool(&srv->routes, cfg) != 0) {
+    if (service_init(&srv->svc, cfg, srv->nloops) != 0) {
         snprintf(err, NET_ERR_LEN, "out of memory");
-        mhd_server_free(srv);
+        free(srv);
         return -ENOMEM;
     }
-    srv->started_us = timer_now_us();
-    srv->stats = stats_new(srv->nloops, route_stats_count(&srv->routes));
     srv->loops = calloc(srv->nloops, sizeof *srv->loops);
     for (size_t i = 0; srv->loops && i < srv->nloops; i++)
         srv->loops[i].listen_fd = srv->loops[i].wake_fd = -1;
-    if (!srv->stats || !srv->loops) {
+    if (!srv->loops) {
         mhd_server_free(srv);
         snprintf(err, NET_ERR_LEN, "out of memory");
         return -ENOMEM;
@@ -680,7 +677,7 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
         loop->srv = srv;
         loop->index = i;
         loop->listen_fd = fds[i];
-        loop->shard = stats_shard(srv->stats, i);
+        loop->shard = service_shard(&srv->svc, i);
         atomic_init(&loop->active, 0);
         if (!srv->internal && !srv->tpc)
             loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -763,8 +760,8 @@ static void tpc_drain(struct mhd_server *srv)
     srv->hard_stop = 1;
     pthread_cond_broadcast(&srv->sleep_cond);
     pthread_mutex_unlock(&srv->sleep_lock);
-    if (srv->routes.pool)
-        pool_flush(srv->routes.pool);
+    if (srv->svc.routes.pool)
+        pool_flush(srv->svc.routes.pool);
 }
 
 void mhd_server_stop(struct mhd_server *srv)
@@ -794,7 +791,7 @@ void mhd_server_free(struct mhd_server *srv)
         struct mhd_loop *loop = &srv->loops[i];
         if (loop->listen_fd >= 0 && !loop->daemon)
             close(loop->listen_fd);
-        free_cache(loop->cache, srv->routes.count);
+        free_cache(loop->cache, srv->svc.routes.count);
         timer_heap_cleanup(&loop->timers);
         if (loop->srv) {
             pthread_cond_destroy(&loop->wake);
@@ -804,10 +801,9 @@ void mhd_server_free(struct mhd_server *srv)
             close(loop->wake_fd);
     }
     free(srv->loops);
-    route_table_cleanup(&srv->routes);
+    service_cleanup(&srv->svc);
     free(srv->tls_cert);
     free(srv->tls_key);
-    stats_free(srv->stats);
     pthread_cond_destroy(&srv->sleep_cond);
     pthread_mutex_destroy(&srv->sleep_lock);
     free(srv);

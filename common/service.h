@@ -1,0 +1,37 @@
+/*
+ * service: what a server keeps for its whole life, the same in both engines: the route table
+ * (with its worker pool), the sharded counters and the start time, and the reports made of them.
+ * Set up once before the loops start; the loops then use it from their threads (the table and
+ * counters are safe to share, see route.h and stats.h).
+ */
+#ifndef SLOWSRV_SERVICE_H
+#define SLOWSRV_SERVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "route.h"
+#include "stats.h"
+
+struct service {
+    struct route_table routes;
+    struct stats *stats;
+    uint64_t started_us; /* timer_now_us clock */
+};
+
+/* Builds the routes and worker pool of cfg (which must outlive s) and counters split into
+ * `nshards` shards, one per loop. Returns 0, or -ENOMEM with nothing left to free. */
+int service_init(struct service *s, const struct config *cfg, size_t nshards);
+
+/* Frees what service_init made. */
+void service_cleanup(struct service *s);
+
+/* The counters' shard for loop i. */
+struct stats_shard *service_shard(struct service *s, size_t i);
+
+/* The body of /stats (what = PLAN_STATS) or /metrics (PLAN_METRICS); malloc'd, the caller frees
+ * it with free(); NULL if out of memory. Thread-safe. */
+char *service_report(const struct service *s, enum plan_action what);
+
+#endif

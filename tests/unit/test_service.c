@@ -1,0 +1,38 @@
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+
+#include "../../common/exchange.h"
+#include "../../common/service.h"
+#include "check.h"
+
+static void service_reports_what_its_exchanges_did(void)
+{
+    struct config cfg = config_defaults;
+    struct service svc;
+    struct exchange x;
+    cfg.workers = 5;
+    delay_spec_fixed(&cfg.delay, 0);
+    CHECK_INT(service_init(&svc, &cfg, 2), 0);
+    struct route_request rq = {"GET", "/test", 5, NULL, NULL};
+    exchange_begin(&x, &svc.routes, service_shard(&svc, 1), &rq);
+    CHECK_INT(exchange_admit(&x, NULL), EXCHANGE_GO);
+    exchange_answer(&x);
+    exchange_end(&x, NULL);
+    char *json = service_report(&svc, PLAN_STATS);
+    cJSON *j = cJSON_Parse(json);
+    CHECK_INT(cJSON_GetObjectItem(j, "answered")->valueint, 1);
+    CHECK_INT(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "workers"), "size")->valueint, 5);
+    CHECK_INT(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "workers"), "active")->valueint, 0);
+    cJSON_Delete(j);
+    free(json);
+    char *text = service_report(&svc, PLAN_METRICS);
+    CHECK(text && strstr(text, "slowsrv_requests_total{route=\"/test\",status=\"200\"} 1\n"));
+    free(text);
+    service_cleanup(&svc);
+}
+
+int main(void)
+{
+    service_reports_what_its_exchanges_did();
+    return CHECK_DONE();
+}
