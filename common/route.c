@@ -141,7 +141,7 @@ size_t route_stats_count(const struct route_table *t)
 }
 
 char *route_report(const struct route_table *t, const struct stats *st, uint64_t started_us,
-                   enum plan_action what)
+                   const struct stats_conns *conns, enum plan_action what)
 {
     const char *names[ROUTE_MAX + 1];
     struct pool_counts pc = {0, 0, 0, 0};
@@ -152,8 +152,8 @@ char *route_report(const struct route_table *t, const struct stats *st, uint64_t
         pool_counts_get(t->pool, &pc);
     double uptime = (double)(timer_now_us() - started_us) / 1e6;
     if (what == PLAN_METRICS)
-        return stats_to_prometheus(st, names, t->count + 1, uptime, t->pool ? &pc : NULL);
-    return stats_to_json(st, names, t->count + 1, uptime, t->pool ? &pc : NULL);
+        return stats_to_prometheus(st, names, t->count + 1, uptime, t->pool ? &pc : NULL, conns);
+    return stats_to_json(st, names, t->count + 1, uptime, t->pool ? &pc : NULL, conns);
 }
 
 size_t route_error_json(char *buf, size_t len, unsigned status, const char *msg)

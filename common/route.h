@@ -142,10 +142,10 @@ long route_query_param(const char *query, size_t len, const char *name, char *bu
 
 /* The body of GET /stats (what = PLAN_STATS, JSON) or GET /metrics (PLAN_METRICS, Prometheus
  * text) for the counters `st` (sized by route_stats_count) of table t, started at started_us
- * (timer_now_us clock). Returns a malloc'd string the caller frees with free(), or NULL if out
- * of memory. */
+ * (timer_now_us clock), with the connection figures `conns` (may be NULL). Returns a malloc'd
+ * string the caller frees with free(), or NULL if out of memory. */
 char *route_report(const struct route_table *t, const struct stats *st, uint64_t started_us,
-                   enum plan_action what);
+                   const struct stats_conns *conns, enum plan_action what);
 
 /* Returns the standard reason phrase of an HTTP status ("Not Found"), "Unknown" if none. */
 const char *route_reason(unsigned status);

@@ -8,6 +8,9 @@
 int service_init(struct service *s, const struct config *cfg, size_t nshards)
 {
     s->stats = NULL;
+    s->max_connections = cfg->max_connections;
+    atomic_init(&s->connections, 0);
+    atomic_init(&s->refused, 0);
     if (route_table_init_pool(&s->routes, cfg) != 0) {
         route_table_cleanup(&s->routes);
         return -ENOMEM;
@@ -28,6 +31,21 @@ void service_cleanup(struct service *s)
     s->stats = NULL;
 }
 
+int service_conn_admit(struct service *s)
+{
+    size_t before = atomic_fetch_add_explicit(&s->connections, 1, memory_order_relaxed);
+    if (before < s->max_connections)
+        return 0;
+    atomic_fetch_sub_explicit(&s->connections, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->refused, 1, memory_order_relaxed);
+    return -1;
+}
+
+void service_conn_closed(struct service *s)
+{
+    atomic_fetch_sub_explicit(&s->connections, 1, memory_order_relaxed);
+}
+
 struct stats_shard *service_shard(struct service *s, size_t i)
 {
     return stats_shard(s->stats, i);
@@ -35,5 +53,7 @@ struct stats_shard *service_shard(struct service *s, size_t i)
 
 char *service_report(const struct service *s, enum plan_action what)
 {
-    return route_report(&s->routes, s->stats, s->started_us, what);
+    struct stats_conns c = {atomic_load(&s->connections), s->max_connections,
+                            atomic_load(&s->refused)};
+    return route_report(&s->routes, s->stats, s->started_us, &c, what);
 }

@@ -8,6 +8,7 @@
 #define SLOWSRV_SERVICE_H
 
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -17,7 +18,10 @@
 struct service {
     struct route_table routes;
     struct stats *stats;
-    uint64_t started_us; /* timer_now_us clock */
+    uint64_t started_us;       /* timer_now_us clock */
+    size_t max_connections;    /* --max-connections, over every loop */
+    atomic_size_t connections; /* open now */
+    _Atomic uint64_t refused;  /* connections refused at the limit */
 };
 
 /* Builds the routes and worker pool of cfg (which must outlive s) and counters split into
@@ -26,6 +30,13 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards);
 
 /* Frees what service_init made. */
 void service_cleanup(struct service *s);
+
+/* A connection was accepted: returns 0 and counts it open, or -1 if --max-connections are
+ * already open (counted as refused): the engine closes it at once. Thread-safe. */
+int service_conn_admit(struct service *s);
+
+/* An admitted connection closed. Thread-safe. */
+void service_conn_closed(struct service *s);
 
 /* The counters' shard for loop i. */
 struct stats_shard *service_shard(struct service *s, size_t i);

@@ -200,7 +200,8 @@ uint64_t stats_route_status(const struct stats *st, size_t route, unsigned statu
 static void json_latency(const struct stats *st, size_t route, cJSON *obj);
 
 char *stats_to_json(const struct stats *st, const char *const *names, size_t nroutes,
-                    double uptime_s, const struct pool_counts *workers)
+                    double uptime_s, const struct pool_counts *workers,
+                    const struct stats_conns *conns)
 {
     struct stats_totals t;
     cJSON *root = cJSON_CreateObject();
@@ -217,6 +218,14 @@ char *stats_to_json(const struct stats *st, const char *const *names, size_t nro
     cJSON_AddNumberToObject(root, "waiting", (double)t.waiting);
     cJSON_AddNumberToObject(root, "cancels", (double)t.cancels);
     cJSON_AddNumberToObject(root, "bytes_received", (double)t.bytes_in);
+    if (conns) {
+        cJSON *c = cJSON_AddObjectToObject(root, "connections");
+        if (!c)
+            goto done;
+        cJSON_AddNumberToObject(c, "open", (double)conns->open);
+        cJSON_AddNumberToObject(c, "max", (double)conns->max);
+        cJSON_AddNumberToObject(c, "refused", (double)conns->refused);
+    }
     if (workers) {
         cJSON *w = cJSON_AddObjectToObject(root, "workers");
         if (!w)
@@ -358,7 +367,8 @@ static void label(char *out, size_t len, const char *s)
 }
 
 char *stats_to_prometheus(const struct stats *st, const char *const *names, size_t nroutes,
-                          double uptime_s, const struct pool_counts *workers)
+                          double uptime_s, const struct pool_counts *workers,
+                          const struct stats_conns *conns)
 {
     struct text t = {malloc(16384), 0, 16384, 4u << 20, 0};
     struct stats_totals tot;
@@ -389,6 +399,17 @@ char *stats_to_prometheus(const struct stats *st, const char *const *names, size
         "# HELP slowsrv_received_bytes_total Request body bytes received.\n"
         "# TYPE slowsrv_received_bytes_total counter\nslowsrv_received_bytes_total %llu\n",
         (unsigned long long)tot.bytes_in);
+    if (conns) {
+        put(&t,
+            "# HELP slowsrv_connections_open Open connections.\n"
+            "# TYPE slowsrv_connections_open gauge\nslowsrv_connections_open %zu\n"
+            "# HELP slowsrv_connections_max The --max-connections limit.\n"
+            "# TYPE slowsrv_connections_max gauge\nslowsrv_connections_max %zu\n"
+            "# HELP slowsrv_connections_refused_total Connections refused at the limit.\n"
+            "# TYPE slowsrv_connections_refused_total counter\n"
+            "slowsrv_connections_refused_total %llu\n",
+            conns->open, conns->max, (unsigned long long)conns->refused);
+    }
     if (workers) {
         put(&t,
             "# HELP slowsrv_workers Size of the worker pool (--workers).\n"

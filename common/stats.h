@@ -37,6 +37,13 @@ extern const uint64_t stats_bucket_us[STATS_BUCKETS];
 struct stats;
 struct stats_shard;
 
+/* Connection figures kept by the service, for the reports. */
+struct stats_conns {
+    size_t open;
+    size_t max;
+    uint64_t refused;
+};
+
 struct stats_totals {
     uint64_t requests;  /* begun */
     uint64_t answered;  /* ended with a status */
@@ -87,15 +94,18 @@ uint64_t stats_route_status(const struct stats *st, size_t route, unsigned statu
 
 /* Renders every counter as a JSON object (cJSON, unformatted): uptime, totals and, per route
  * (named by names[0..nroutes)), requests, cancels and answers by status; with `workers` (may be
- * NULL) the worker pool's size, active, queued and rejected counts. Returns a malloc'd
+ * NULL) the worker pool's size, active, queued and rejected counts; with `conns` (may be NULL)
+ * the open, maximum and refused connections. Returns a malloc'd
  * NUL-terminated string the caller frees with free(), or NULL if out of memory. */
 char *stats_to_json(const struct stats *st, const char *const *names, size_t nroutes,
-                    double uptime_s, const struct pool_counts *workers);
+                    double uptime_s, const struct pool_counts *workers,
+                    const struct stats_conns *conns);
 
 /* Renders the same figures in the Prometheus text exposition format 0.0.4, with the latency
  * histograms. Returns a malloc'd string the caller frees with free(), or NULL if out of
  * memory. */
 char *stats_to_prometheus(const struct stats *st, const char *const *names, size_t nroutes,
-                          double uptime_s, const struct pool_counts *workers);
+                          double uptime_s, const struct pool_counts *workers,
+                          const struct stats_conns *conns);
 
 #endif

@@ -334,6 +334,12 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     }
 }
 
+static void on_conn_close(void *data)
+{
+    struct h2o_loop *loop = data;
+    service_conn_closed(&loop->srv->svc);
+}
+
 static void on_accept(h2o_socket_t *listener, const char *err)
 {
     struct h2o_loop *loop = listener->data;
@@ -341,8 +347,16 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     if (err)
         return;
     /* Take what the backlog holds, a bounded batch per wake-up so one loop cannot starve. */
-    for (int i = 0; i < 64 && (sock = h2o_evloop_socket_accept(listener)) != NULL; i++)
+    for (int i = 0; i < 64 && (sock = h2o_evloop_socket_accept(listener)) != NULL; i++) {
+        /* Over --max-connections (all loops together): closed at once. */
+        if (service_conn_admit(&loop->srv->svc) != 0) {
+            h2o_socket_close(sock);
+            continue;
+        }
+        sock->on_close.cb = on_conn_close;
+        sock->on_close.data = loop;
         h2o_accept(&loop->accept_ctx, sock);
+    }
 }
 
 static void begin_drain(struct h2o_loop *loop)
@@ -568,7 +582,8 @@ int h2o_server_start(struct h2o_server **out, const struct config *cfg, const st
         h2o_server_free(srv);
         return rc;
     }
-    size_t per_loop = (cfg->max_connections + srv->nloops - 1) / srv->nloops;
+    /* Any one loop may hold every connection the limit allows. */
+    size_t per_loop = cfg->max_connections;
     for (size_t i = 0; i < srv->nloops; i++) {
         struct h2o_loop *loop = &srv->loops[i];
         loop->srv = srv;

@@ -411,6 +411,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return MHD_NO;
 }
 
+/* --max-connections over every loop: refused connections are closed at once by MHD. */
+static enum MHD_Result on_accept_policy(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+    struct mhd_loop *loop = cls;
+    (void)addr;
+    (void)len;
+    return service_conn_admit(&loop->srv->svc) == 0 ? MHD_YES : MHD_NO;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    struct mhd_loop *loop = cls;
+    (void)conn;
+    (void)socket_context;
+    if (toe == MHD_CONNECTION_NOTIFY_CLOSED)
+        service_conn_closed(&loop->srv->svc);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -582,6 +601,7 @@ static int start_daemon(struct mhd_loop *loop, unsigned conn_limit, char *err)
      * reclaims the connections its epoll mode loses when a client closes mid-body. */
     OPT(MHD_OPTION_CONNECTION_TIMEOUT, (srv->cfg->idle_timeout_us + 999999) / 1000000, NULL);
     OPT(MHD_OPTION_NOTIFY_COMPLETED, on_completed, loop);
+    OPT(MHD_OPTION_NOTIFY_CONNECTION, on_connection, loop);
     if (srv->tpc)
         OPT(MHD_OPTION_THREAD_STACK_SIZE, 256 * 1024, NULL);
     if (srv->tls_cert) {
@@ -591,8 +611,8 @@ static int start_daemon(struct mhd_loop *loop, unsigned conn_limit, char *err)
     }
     OPT(MHD_OPTION_END, 0, NULL);
 #undef OPT
-    loop->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, loop, MHD_OPTION_ARRAY, opts,
-                                    MHD_OPTION_END);
+    loop->daemon = MHD_start_daemon(flags, 0, on_accept_policy, loop, on_request, loop,
+                                    MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     if (!loop->daemon) {
         if (srv->tls_cert)
             snprintf(err, NET_ERR_LEN,
@@ -671,7 +691,9 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
         mhd_server_free(srv);
         return rc;
     }
-    unsigned per_loop = (unsigned)((cfg->max_connections + srv->nloops - 1) / srv->nloops);
+    /* --max-connections is enforced over all loops by the accept policy; any one loop may hold
+     * them all, so each daemon and heap is sized for the whole limit. */
+    unsigned per_loop = cfg->max_connections;
     for (size_t i = 0; i < srv->nloops; i++) {
         struct mhd_loop *loop = &srv->loops[i];
         loop->srv = srv;

@@ -11,6 +11,9 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/time.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1290,6 +1293,296 @@ static void socket_activation_serves(void)
     stop_expect_clean(&s);
 }
 
+/* ---- Hostile and careless clients: each pattern runs beside an honest client that must still
+ * get its exact answer within its delay plus a coarse bound. ---- */
+
+static int raw_connect(unsigned port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int send_all(int fd, const char *buf, size_t len)
+{
+    while (len) {
+        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+        if (n <= 0)
+            return -1;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* The honest client: GET path answers `want` within [lo, hi] seconds. */
+static void honest(unsigned port, const char *path, const char *want, double lo, double hi)
+{
+    struct reply r;
+    http_request(port, "GET", path, NULL, NULL, &r);
+    if (r.status != 200 || strcmp(r.body, want) != 0 || r.seconds < lo || r.seconds > hi)
+        CHECK_FAIL_("honest %s: %ld '%s' in %.3f s (want '%s' in %.2f..%.2f s)", path, r.status,
+                    r.body, r.seconds, want, lo, hi);
+    else
+        check_passed++;
+}
+
+static int count_fds(pid_t pid)
+{
+    char dir[64];
+    int n = 0;
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n - 2;
+}
+
+struct trickle {
+    unsigned port;
+    int *fds;
+    size_t n;
+    volatile int stop;
+};
+
+static void *run_trickle(void *arg)
+{
+    struct trickle *t = arg;
+    while (!t->stop) {
+        for (size_t i = 0; i < t->n; i++)
+            if (t->fds[i] >= 0 && send_all(t->fds[i], "X-Slow: 1\r\n", 11) != 0) {
+                close(t->fds[i]);
+                t->fds[i] = -1;
+            }
+        usleep(200 * 1000);
+    }
+    return NULL;
+}
+
+/* 2000 slowloris connections trickle headers; an honest client is served on time. */
+static void hostile_slowloris_2000(void)
+{
+    struct server s;
+    static int fds[2000];
+    struct trickle t = {0, fds, 2000, 0};
+    pthread_t th;
+    START(&s, "--delay", "100ms");
+    size_t open_ok = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        fds[i] = raw_connect(s.port);
+        if (fds[i] >= 0 && send_all(fds[i], "GET /test HTTP/1.1\r\nHost: x\r\n", 29) == 0)
+            open_ok++;
+    }
+    CHECK_INT(open_ok, 2000);
+    pthread_create(&th, NULL, run_trickle, &t);
+    for (int i = 0; i < 10; i++)
+        honest(s.port, "/test", "ok", 0.09, 0.8);
+    t.stop = 1;
+    pthread_join(th, NULL);
+    for (size_t i = 0; i < t.n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    honest(s.port, "/echo", "OK", 0, 0.5);
+    stop_expect_clean(&s);
+}
+
+/* 500 uploads stop mid-body: the honest upload is exact, and --idle-timeout cuts the stalled
+ * ones and frees them. */
+static void hostile_stalled_uploads_500(void)
+{
+    struct server s;
+    struct reply r;
+    static int fds[500];
+    static char chunk[1000];
+    START(&s, "--idle-timeout", "1s");
+    const char head[] = "POST /write HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n"
+                        "Content-Type: multipart/form-data; boundary=B\r\n\r\n--B\r\n"
+                        "Content-Disposition: form-data; name=\"data\"\r\n\r\n";
+    memset(chunk, 'a', sizeof chunk);
+    for (size_t i = 0; i < 500; i++) {
+        fds[i] = raw_connect(s.port);
+        if (fds[i] >= 0 && (send_all(fds[i], head, sizeof head - 1) != 0 ||
+                            send_all(fds[i], chunk, sizeof chunk) != 0)) {
+            close(fds[i]);
+            fds[i] = -1;
+        }
+    }
+    struct part p[] = {{"token", NULL, "t", 0}, {"data", "f", NULL, 5120}};
+    http_upload(h1(&s), "/write", p, 2, &r, 0);
+    CHECK_STR(r.body, "5120");
+    honest(s.port, "/echo", "OK", 0, 0.5);
+    /* The stalled connections are cut after a second of silence. */
+    double t0 = now_seconds();
+    cJSON *j = NULL;
+    do {
+        usleep(100 * 1000);
+        cJSON_Delete(j);
+        j = settled_stats(h1(&s));
+    } while (json_number(j, "connections.open") > 1 && now_seconds() - t0 < 10);
+    CHECK_INT(json_number(j, "connections.open"), 1); /* the /stats request itself */
+    CHECK_INT(json_number(j, "in_flight"), 0);
+    cJSON_Delete(j);
+    for (size_t i = 0; i < 500; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    stop_expect_clean(&s);
+}
+
+/* The first bytes a server sends back to `req` on a fresh connection ("" if it closes). */
+static void raw_exchange(unsigned port, const char *req, size_t len, char *out, size_t outlen)
+{
+    int fd = raw_connect(port);
+    out[0] = '\0';
+    if (fd < 0)
+        return;
+    struct timeval tv = {2, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (send_all(fd, req, len) == 0) {
+        ssize_t n = recv(fd, out, outlen - 1, 0);
+        out[n > 0 ? n : 0] = '\0';
+    }
+    close(fd);
+}
+
+/* Oversized request lines and headers, and bytes that are not HTTP: each gets its answer (or
+ * its connection closed) and the server goes on. */
+static void hostile_oversized_and_garbage(void)
+{
+    struct server s;
+    static char req[120000];
+    char out[256];
+    START(&s, "--delay", "0");
+    int n = snprintf(req, sizeof req, "GET /echo?");
+    memset(req + n, 'a', 20000);
+    snprintf(req + n + 20000, sizeof req - (size_t)n - 20000, " HTTP/1.1\r\nHost: x\r\n\r\n");
+    raw_exchange(s.port, req, strlen(req), out, sizeof out);
+    /* libmicrohttpd holds request line and headers in its 8 KiB connection pool; libh2o 2.2.5
+     * has no such limit. */
+    CHECK(strncmp(out, is_h2o ? "HTTP/1.1 200 OK" : "HTTP/1.1 414 URI Too Long", 15) == 0);
+    n = snprintf(req, sizeof req, "GET /echo HTTP/1.1\r\nHost: x\r\nX-Big: ");
+    memset(req + n, 'b', 100000);
+    snprintf(req + n + 100000, sizeof req - (size_t)n - 100000, "\r\n\r\n");
+    raw_exchange(s.port, req, strlen(req), out, sizeof out);
+    CHECK(strncmp(out, is_h2o ? "HTTP/1.1 200 OK" : "HTTP/1.1 431 Request Header Fields", 15) == 0);
+    static const char tls_hello[] = "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage\r\n\r\n";
+    raw_exchange(s.port, tls_hello, sizeof tls_hello - 1, out, sizeof out);
+    CHECK(out[0] == '\0' || strncmp(out, "HTTP/1.1 400", 12) == 0);
+    raw_exchange(s.port, "GARBAGE\r\n\r\n", 11, out, sizeof out);
+    CHECK(out[0] == '\0' || strncmp(out, "HTTP/1.1 400", 12) == 0);
+    honest(s.port, "/echo", "OK", 0, 0.5);
+    stop_expect_clean(&s);
+}
+
+/* 1000 connections opened and closed without a request: served on, no descriptor kept. */
+static void hostile_open_close_1000(void)
+{
+    struct server s;
+    START(&s, "--delay", "0");
+    honest(s.port, "/echo", "OK", 0, 0.5);
+    int base = count_fds(s.pid);
+    for (int i = 0; i < 1000; i++) {
+        int fd = raw_connect(s.port);
+        if (fd >= 0)
+            close(fd);
+    }
+    honest(s.port, "/echo", "OK", 0, 0.5);
+    double t0 = now_seconds();
+    while (count_fds(s.pid) > base && now_seconds() - t0 < 3)
+        usleep(20 * 1000);
+    /* The honest request's own connection may be gone by now: never more than before. */
+    if (count_fds(s.pid) > base)
+        CHECK_FAIL_("server holds %d descriptors, %d before", count_fds(s.pid), base);
+    else
+        check_passed++;
+    stop_expect_clean(&s);
+}
+
+/* A client that asks for 16 MB and never reads it holds only its own connection. */
+static void hostile_never_reads_answer(void)
+{
+    struct server s;
+    START(&s, "--delay", "0");
+    int fds[4];
+    for (int i = 0; i < 4; i++) {
+        fds[i] = raw_connect(s.port);
+        const char req[] = "GET /echo?size=16000000 HTTP/1.1\r\nHost: x\r\n\r\n";
+        if (fds[i] >= 0)
+            send_all(fds[i], req, sizeof req - 1);
+    }
+    usleep(300 * 1000);
+    for (int i = 0; i < 5; i++)
+        honest(s.port, "/echo", "OK", 0, 0.5);
+    for (int i = 0; i < 4; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    stop_expect_clean(&s);
+}
+
+/* Beyond --max-connections new connections are closed at once; the open ones go on. */
+static void hostile_beyond_max_connections(void)
+{
+    struct server s;
+    struct reply r;
+    int fds[20];
+    char buf[512];
+    START(&s, "--max-connections", "20", "--delay", "0");
+    for (int i = 0; i < 20; i++) {
+        fds[i] = raw_connect(s.port);
+        if (fds[i] >= 0)
+            send_all(fds[i], "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n", 31);
+    }
+    usleep(200 * 1000);
+    /* Each of the 20 got its whole answer on its own connection. */
+    unsigned answered = 0;
+    for (int i = 0; i < 20; i++) {
+        struct timeval tv = {2, 0};
+        setsockopt(fds[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        ssize_t n = recv(fds[i], buf, sizeof buf - 1, 0);
+        buf[n > 0 ? n : 0] = '\0';
+        answered += n > 0 && strncmp(buf, "HTTP/1.1 200", 12) == 0 && strstr(buf, "\r\n\r\nOK");
+    }
+    CHECK_INT(answered, 20);
+    double t0 = now_seconds();
+    int extra = raw_connect(s.port);
+    struct timeval tv = {2, 0};
+    setsockopt(extra, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    send_all(extra, "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n", 31);
+    ssize_t got = recv(extra, buf, sizeof buf - 1, 0);
+    double took = now_seconds() - t0;
+    if (got > 0) {
+        buf[got] = '\0';
+        CHECK_FAIL_("connection 21 was answered: %.40s", buf);
+    } else {
+        check_passed++; /* closed without an answer */
+    }
+    if (took > 1.0)
+        CHECK_FAIL_("the refused connection took %.2f s to close", took);
+    close(extra);
+    /* The open ones go on. */
+    send_all(fds[0], "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n", 31);
+    got = recv(fds[0], buf, sizeof buf - 1, 0);
+    buf[got > 0 ? got : 0] = '\0';
+    CHECK(strncmp(buf, "HTTP/1.1 200", 12) == 0);
+    for (int i = 0; i < 20; i++)
+        close(fds[i]);
+    usleep(100 * 1000);
+    cJSON *j = settled_stats(h1(&s));
+    CHECK(json_number(j, "connections.refused") >= 1);
+    CHECK_INT(json_number(j, "connections.max"), 20);
+    cJSON_Delete(j);
+    http_request(s.port, "GET", "/echo", NULL, NULL, &r);
+    CHECK_STR(r.body, "OK");
+    stop_expect_clean(&s);
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -1326,6 +1619,12 @@ static const struct {
     {"metrics_follow_a_known_sequence", metrics_follow_a_known_sequence},
     {"systemd_notify_ready_and_stopping", systemd_notify_ready_and_stopping},
     {"socket_activation_serves", socket_activation_serves},
+    {"hostile_slowloris_2000", hostile_slowloris_2000},
+    {"hostile_stalled_uploads_500", hostile_stalled_uploads_500},
+    {"hostile_oversized_and_garbage", hostile_oversized_and_garbage},
+    {"hostile_open_close_1000", hostile_open_close_1000},
+    {"hostile_never_reads_answer", hostile_never_reads_answer},
+    {"hostile_beyond_max_connections", hostile_beyond_max_connections},
 };
 
 /* Cases run once per model: "<case>:<model>". */

@@ -91,7 +91,8 @@ static void stats_json_names_routes_and_statuses(void)
     stats_request_begin(stats_shard(st, 0), 1);
     stats_request_end(stats_shard(st, 0), 1, 404);
     struct pool_counts pc = {200, 3, 2, 9};
-    char *json = stats_to_json(st, names, 2, 1.5, &pc);
+    struct stats_conns cc = {7, 100, 2};
+    char *json = stats_to_json(st, names, 2, 1.5, &pc, &cc);
     cJSON *j = cJSON_Parse(json);
     CHECK(j != NULL);
     cJSON *routes = cJSON_GetObjectItem(j, "routes");
@@ -99,6 +100,10 @@ static void stats_json_names_routes_and_statuses(void)
     CHECK_INT(cJSON_GetObjectItem(cJSON_GetObjectItem(other, "status"), "404")->valueint, 1);
     CHECK_INT(cJSON_GetObjectItem(cJSON_GetObjectItem(routes, "/test"), "requests")->valueint, 0);
     CHECK(cJSON_GetObjectItem(j, "uptime_s")->valuedouble == 1.5);
+    cJSON *c = cJSON_GetObjectItem(j, "connections");
+    CHECK_INT(cJSON_GetObjectItem(c, "open")->valueint, 7);
+    CHECK_INT(cJSON_GetObjectItem(c, "max")->valueint, 100);
+    CHECK_INT(cJSON_GetObjectItem(c, "refused")->valueint, 2);
     cJSON *w = cJSON_GetObjectItem(j, "workers");
     CHECK_INT(cJSON_GetObjectItem(w, "size")->valueint, 200);
     CHECK_INT(cJSON_GetObjectItem(w, "active")->valueint, 3);
@@ -118,7 +123,7 @@ static void stats_histograms_place_observations_by_bound(void)
     stats_observe(stats_shard(st, 0), 0, STATS_HIST_INTENDED, 1000000);  /* le 1 */
     stats_observe(stats_shard(st, 0), 0, STATS_HIST_INTENDED, 90000000); /* +Inf only */
     stats_observe(stats_shard(st, 0), STATS_UNCOUNTED, STATS_HIST_INTENDED, 5);
-    char *text = stats_to_prometheus(st, names, 1, 2.0, NULL);
+    char *text = stats_to_prometheus(st, names, 1, 2.0, NULL, NULL);
     CHECK(text != NULL);
     static const char *const want[] = {
         "slowsrv_delay_intended_seconds_bucket{route=\"/test\",le=\"0.0001\"} 1\n",
@@ -149,7 +154,7 @@ static void stats_prometheus_escapes_route_labels(void)
     const char *names[] = {"/a\"b\\c"};
     stats_request_begin(stats_shard(st, 0), 0);
     stats_request_end(stats_shard(st, 0), 0, 200);
-    char *text = stats_to_prometheus(st, names, 1, 1.0, NULL);
+    char *text = stats_to_prometheus(st, names, 1, 1.0, NULL, NULL);
     CHECK(text &&
           strstr(text, "slowsrv_requests_total{route=\"/a\\\"b\\\\c\",status=\"200\"} 1\n"));
     free(text);
