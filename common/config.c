@@ -36,6 +36,7 @@ const struct config config_defaults = {
     .tls_cert = "",
     .tls_key = "",
     .spool_dir = "/tmp",
+    .access_log = "",
     .check_file = "",
     .config_file = "",
 };
@@ -118,6 +119,8 @@ static const struct opt_def opt_defs[] = {
     {"tls-cert", 0, OPT_PATH, OFF(tls_cert), 0, 0, "FILE",
      "serve HTTPS with this PEM certificate chain (with --tls-key)"},
     {"tls-key", 0, OPT_PATH, OFF(tls_key), 0, 0, "FILE", "PEM private key of --tls-cert"},
+    {"access-log", 0, OPT_PATH, OFF(access_log), 0, 0, "FILE",
+     "one JSON line per request to FILE, or - for stdout; reopened on SIGHUP (off)"},
     {"spool-dir", 0, OPT_PATH, OFF(spool_dir), 0, 0, "DIR",
      "slowsrv-h2o: where libh2o spools request bodies over 32 MiB (/tmp)"},
 };

@@ -99,6 +99,7 @@ struct config {
     char tls_cert[CONFIG_PATH_LEN];    /* PEM certificate chain; "" for cleartext */
     char tls_key[CONFIG_PATH_LEN];     /* PEM private key; set exactly when tls_cert is */
     char spool_dir[CONFIG_PATH_LEN];   /* slowsrv-h2o: where libh2o spools large bodies */
+    char access_log[CONFIG_PATH_LEN];  /* JSON line per request: a file, "-" (stdout) or "" */
     char check_file[CONFIG_PATH_LEN];  /* the file named by --check-config, for messages */
     char config_file[CONFIG_PATH_LEN]; /* the config file read, "" if none */
 };

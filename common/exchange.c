@@ -3,6 +3,10 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "net.h"
 
 void exchange_begin(struct exchange *x, struct route_table *t, struct stats_shard *sh,
                     const struct route_request *rq)
@@ -16,6 +20,20 @@ void exchange_begin(struct exchange *x, struct route_table *t, struct stats_shar
     x->pe.state = POOL_OUT;
     x->begun_us = timer_now_us();
     route_plan(t, rq, &x->plan);
+    /* /healthz, /stats and /metrics are neither counted nor logged. */
+    x->access = x->plan.stats_id != STATS_UNCOUNTED ? t->access : NULL;
+    x->record = x->access ? calloc(1, sizeof *x->record) : NULL;
+    if (x->record) {
+        if (rq->raw_target) {
+            snprintf(x->record->target, sizeof x->record->target, "%s", rq->raw_target);
+        } else {
+            size_t n = rq->target_len < sizeof x->record->target - 1 ? rq->target_len
+                                                                     : sizeof x->record->target - 1;
+            memcpy(x->record->target, rq->target, n);
+        }
+        snprintf(x->record->method, sizeof x->record->method, "%s", rq->method);
+        net_format_peer(rq->peer, x->record->client, sizeof x->record->client);
+    }
     x->pool = t->pool && x->plan.route && x->plan.stats_id != STATS_UNCOUNTED ? t->pool : NULL;
     x->overflow_reset = t->overflow_reset;
     stats_request_begin(sh, x->plan.stats_id);
@@ -52,9 +70,16 @@ int exchange_upload_begin(struct exchange *x, const char *content_type, int64_t 
     return 1;
 }
 
+void exchange_body_bytes(struct exchange *x, size_t n)
+{
+    stats_bytes_in(x->shard, n);
+    if (x->record)
+        x->record->bytes_in += n;
+}
+
 int exchange_upload_feed(struct exchange *x, const void *buf, size_t len)
 {
-    stats_bytes_in(x->shard, len);
+    exchange_body_bytes(x, len);
     int decided = upload_error(x->upload) != 0;
     if (upload_feed(x->upload, buf, len) == 0)
         return 0;
@@ -149,12 +174,38 @@ void exchange_answer(struct exchange *x)
 {
     uint64_t now = timer_now_us();
     x->answered = x->plan.status;
+    if (x->record)
+        x->record->answered_us = now;
     stats_observe(x->shard, x->plan.stats_id, STATS_HIST_SERVICE, now - x->begun_us);
     if (x->plan.delay_us && x->timer.due_us) {
         stats_observe(x->shard, x->plan.stats_id, STATS_HIST_INTENDED, x->plan.delay_us);
         stats_observe(x->shard, x->plan.stats_id, STATS_HIST_OVERSHOOT,
                       now > x->timer.due_us ? now - x->timer.due_us : 0);
     }
+}
+
+static void log_request(struct exchange *x)
+{
+    struct exchange_record *r = x->record;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t done = r->answered_us ? r->answered_us : timer_now_us();
+    uint64_t wait_start = x->timer.due_us ? x->timer.due_us - x->plan.delay_us : 0;
+    struct accesslog_entry e = {
+        .time_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+        .client = r->client,
+        .method = r->method,
+        .target = r->target,
+        .status = x->answered,
+        .bytes_in = r->bytes_in,
+        .bytes_out = x->answered ? x->plan.body_len : 0,
+        .delay_us = x->plan.delay_us,
+        .waited_us = wait_start && done > wait_start ? done - wait_start : 0,
+        .service_us = done - x->begun_us,
+    };
+    accesslog_write(x->access, &e);
+    free(r);
+    x->record = NULL;
 }
 
 void exchange_end(struct exchange *x, struct timer_heap *h)
@@ -172,4 +223,6 @@ void exchange_end(struct exchange *x, struct timer_heap *h)
     stats_request_end(x->shard, x->plan.stats_id, x->answered);
     free(x->upload);
     x->upload = NULL;
+    if (x->record)
+        log_request(x);
 }

@@ -32,17 +32,28 @@ enum exchange_state {
     EXCHANGE_ADMITTED,  /* got its worker after queueing: go on as a new request would */
 };
 
+/* What the access log needs beyond the plan; allocated only while a log is open. */
+struct exchange_record {
+    char method[16];
+    char target[256];
+    char client[64];
+    uint64_t bytes_in;
+    uint64_t answered_us; /* when the answer was queued */
+};
+
 struct exchange {
     struct timer_node timer; /* queued while EXCHANGE_WAITING */
     enum exchange_state state;
     unsigned answered; /* status of the queued answer, 0 if none */
     struct stats_shard *shard;
-    struct upload *upload; /* PLAN_UPLOAD only, between upload_begin and exchange_end */
-    uint64_t decided_at;   /* upload bytes received when its answer was decided */
-    struct pool *pool;     /* the table's worker pool, or NULL */
-    struct pool_entry pe;  /* its place in the pool */
-    int overflow_reset;    /* refused requests are reset, not answered 503 */
-    uint64_t begun_us;     /* when the request came in (timer_now_us clock) */
+    struct upload *upload;          /* PLAN_UPLOAD only, between upload_begin and exchange_end */
+    uint64_t decided_at;            /* upload bytes received when its answer was decided */
+    struct pool *pool;              /* the table's worker pool, or NULL */
+    struct pool_entry pe;           /* its place in the pool */
+    int overflow_reset;             /* refused requests are reset, not answered 503 */
+    uint64_t begun_us;              /* when the request came in (timer_now_us clock) */
+    struct accesslog *access;       /* the table's access log, or NULL */
+    struct exchange_record *record; /* only with an access log */
     struct plan plan;
 };
 
@@ -57,6 +68,9 @@ int exchange_wait(struct exchange *x, struct timer_heap *h, uint64_t now_us);
 
 /* Returns the exchange whose timer node n is (as popped from the heap). */
 struct exchange *exchange_of_timer(struct timer_node *n);
+
+/* `n` bytes of a request body arrived (and were dropped) on a route that does not read it. */
+void exchange_body_bytes(struct exchange *x, size_t n);
 
 /* POST /write: starts counting the body. content_type is the request's header value or NULL,
  * content_length the announced size or -1. Returns 1 if the answer is already decided (415,

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -180,4 +181,20 @@ int net_open(char *err, const char *host, unsigned port, size_t n, int backlog, 
     if (inherited >= 0)
         return net_adopt(err, inherited, n, fds, bound_port);
     return net_listen(err, host, port, n, backlog, fds, bound_port);
+}
+
+void net_format_peer(const struct sockaddr *addr, char *buf, size_t len)
+{
+    char host[INET6_ADDRSTRLEN];
+    if (addr && addr->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)addr;
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+        snprintf(buf, len, "%s:%u", host, ntohs(in->sin_port));
+    } else if (addr && addr->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)addr;
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+        snprintf(buf, len, "[%s]:%u", host, ntohs(in6->sin6_port));
+    } else {
+        snprintf(buf, len, "-");
+    }
 }

@@ -9,6 +9,7 @@
 #define SLOWSRV_NET_H
 
 #include <stddef.h>
+#include <sys/socket.h>
 
 #define NET_ERR_LEN 256
 
@@ -37,6 +38,10 @@ void net_close_all(int *fds, size_t n);
 /* Writes the base URL of a listener ("http://127.0.0.1:8080", "http://[::1]:8080") into buf.
  * `scheme` is "http" or "https". */
 void net_format_url(char *buf, size_t len, const char *scheme, const char *host, unsigned port);
+
+/* Writes a peer address as "127.0.0.1:50012" or "[::1]:50012" into buf ("-" when addr is NULL
+ * or not IP). */
+void net_format_peer(const struct sockaddr *addr, char *buf, size_t len);
 
 /* Returns 1 if the peer of connected socket fd has closed or reset the connection, else 0.
  * Reads nothing from the stream (MSG_PEEK), never blocks. */

@@ -92,6 +92,7 @@ void route_table_init(struct route_table *t, const struct config *cfg)
     t->error_status = cfg->error_status;
     atomic_init(&t->filler, NULL);
     t->pool = NULL;
+    t->access = NULL;
     t->overflow_reset = cfg->overflow == CONFIG_OVERFLOW_RESET;
     add(t, "/test", "GET", ROUTE_STATIC, "ok", &cfg->delay);
     add(t, "/write", "POST", ROUTE_UPLOAD, NULL, NULL);

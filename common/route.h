@@ -21,6 +21,7 @@
 
 #include "config.h"
 #include "delay.h"
+#include "accesslog.h"
 #include "pool.h"
 #include "stats.h"
 
@@ -63,6 +64,7 @@ struct route_table {
     _Atomic uint64_t seq[ROUTE_MAX]; /* requests planned per route: the draw index */
     _Atomic(char *) filler;          /* max_size bytes for ?size=, made on first use */
     struct pool *pool;               /* --workers, or NULL when unbounded */
+    struct accesslog *access;        /* --access-log, or NULL when off */
     int overflow_reset;              /* beyond the pool: reset instead of 503 */
 };
 
@@ -115,6 +117,8 @@ struct route_request {
     size_t target_len;
     route_lookup_fn lookup; /* NULL: the request has no query parameters or headers to read */
     void *ctx;
+    const struct sockaddr *peer; /* the client's address, for the access log; may be NULL */
+    const char *raw_target;      /* the target as received, for the access log; NULL: `target` */
 };
 
 /* Fills *t with the built-in routes (GET /test, POST /write, any method / and /echo,

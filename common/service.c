@@ -5,7 +5,8 @@
 
 #include "timer.h"
 
-int service_init(struct service *s, const struct config *cfg, size_t nshards)
+int service_init(struct service *s, const struct config *cfg, size_t nshards,
+                 struct accesslog *access)
 {
     s->stats = NULL;
     s->max_connections = cfg->max_connections;
@@ -15,6 +16,7 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards)
         route_table_cleanup(&s->routes);
         return -ENOMEM;
     }
+    s->routes.access = access;
     s->started_us = timer_now_us();
     s->stats = stats_new(nshards, route_stats_count(&s->routes));
     if (!s->stats) {

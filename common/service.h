@@ -25,8 +25,10 @@ struct service {
 };
 
 /* Builds the routes and worker pool of cfg (which must outlive s) and counters split into
- * `nshards` shards, one per loop. Returns 0, or -ENOMEM with nothing left to free. */
-int service_init(struct service *s, const struct config *cfg, size_t nshards);
+ * `nshards` shards, one per loop; requests are logged to `access` (NULL: no access log; it must
+ * outlive s). Returns 0, or -ENOMEM with nothing left to free. */
+int service_init(struct service *s, const struct config *cfg, size_t nshards,
+                 struct accesslog *access);
 
 /* Frees what service_init made. */
 void service_cleanup(struct service *s);

@@ -58,6 +58,7 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -73,11 +74,23 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     if (nfds == 1)
         inherited = SD_LISTEN_FDS_START;
 
-    int rc = engine->start(&srv, &cfg, &lg, inherited, err);
+    struct accesslog access, *al = NULL;
+    if (cfg.access_log[0]) {
+        if (accesslog_open(&access, cfg.access_log, err, sizeof err) != 0) {
+            fprintf(stderr, "%s: %s\n", engine->program, err);
+            config_cleanup(&cfg);
+            return 2;
+        }
+        al = &access;
+    }
+
+    int rc = engine->start(&srv, &cfg, &lg, inherited, al, err);
     if (rc != 0) {
         fprintf(stderr, "%s: %s%s\n", engine->program, err,
                 rc == -EADDRINUSE ? " (another server has it; pick another --port)" : "");
         config_cleanup(&cfg);
+        if (al)
+            accesslog_close(al);
         return rc == -EINVAL ? 2 : 1;
     }
     char url[300];
@@ -88,13 +101,23 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     /* Type=notify units wait for this; a no-op when NOTIFY_SOCKET is unset. */
     sd_notifyf(0, "READY=1\nSTATUS=listening on %s", url);
 
-    while (sigwait(&sigs, &sig) != 0)
-        ;
+    /* SIGHUP reopens the access log (logrotate); SIGTERM and SIGINT drain and stop. */
+    for (;;) {
+        if (sigwait(&sigs, &sig) != 0)
+            continue;
+        if (sig != SIGHUP)
+            break;
+        if (al && accesslog_reopen(al) != 0)
+            LOG(&lg, LOG_LEVEL_WARN, "access-log: cannot reopen %s: %s", cfg.access_log,
+                strerror(errno));
+    }
     sd_notify(0, "STOPPING=1");
     LOG(&lg, LOG_LEVEL_INFO, "%s: draining for up to %llu ms", strsignal(sig),
         (unsigned long long)(cfg.grace_us / 1000));
     engine->stop(srv);
     engine->free(srv);
+    if (al)
+        accesslog_close(al);
     config_cleanup(&cfg);
     LOG(&lg, LOG_LEVEL_INFO, "stopped");
     return 0;

@@ -7,6 +7,7 @@
 #ifndef SLOWSRV_APP_H
 #define SLOWSRV_APP_H
 
+#include "accesslog.h"
 #include "config.h"
 #include "log.h"
 #include "net.h"
@@ -21,7 +22,7 @@ struct app_engine {
      * failure fills err (NET_ERR_LEN) and returns a negative errno (-EADDRINUSE for a port in
      * use, -EINVAL for a bad setting such as a TLS file). */
     int (*start)(void **srv, const struct config *cfg, const struct log *lg, int inherited,
-                 char *err);
+                 struct accesslog *access, char *err);
     unsigned (*port)(const void *srv);
     const char *(*scheme)(const void *srv); /* "http" or "https" */
     unsigned (*threads)(const void *srv);   /* threads shown on the startup line */

@@ -10,9 +10,9 @@ static const char *library(void)
 }
 
 static int start(void **srv, const struct config *cfg, const struct log *lg, int inherited,
-                 char *err)
+                 struct accesslog *access, char *err)
 {
-    return h2o_server_start((struct h2o_server **)srv, cfg, lg, inherited, err);
+    return h2o_server_start((struct h2o_server **)srv, cfg, lg, inherited, access, err);
 }
 
 static unsigned port(const void *srv)

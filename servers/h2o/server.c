@@ -317,11 +317,16 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     struct h2o_request *r = h2o_mem_alloc_shared(&req->pool, sizeof *r, on_dispose);
     r->req = req;
     r->loop = loop;
-    struct route_request in = {method, req->path.base, req->path.len, on_lookup, req};
+    struct sockaddr_storage peer;
+    socklen_t plen = req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&peer);
+    struct route_request in = {method,        req->path.base,
+                               req->path.len, on_lookup,
+                               req,           plen ? (struct sockaddr *)&peer : NULL,
+                               NULL};
     exchange_begin(&r->x, &loop->srv->svc.routes, loop->shard, &in);
     loop->active++;
     if (r->x.plan.action != PLAN_UPLOAD && req->entity.base)
-        stats_bytes_in(loop->shard, req->entity.len);
+        exchange_body_bytes(&r->x, req->entity.len);
     switch (exchange_admit(&r->x, on_admit)) {
     case EXCHANGE_PARKED:
         return 0;
@@ -540,7 +545,7 @@ static int setup_globalconf(struct h2o_server *srv, char *err)
 }
 
 int h2o_server_start(struct h2o_server **out, const struct config *cfg, const struct log *lg,
-                     int inherited_fd, char *err)
+                     int inherited_fd, struct accesslog *access, char *err)
 {
     struct h2o_server *srv = calloc(1, sizeof *srv);
     int fds[1024];
@@ -554,7 +559,7 @@ int h2o_server_start(struct h2o_server **out, const struct config *cfg, const st
     srv->log = lg;
     srv->nloops = cfg->threads < 1024 ? cfg->threads : 1024;
     atomic_init(&srv->stopping, 0);
-    if (service_init(&srv->svc, cfg, srv->nloops) != 0) {
+    if (service_init(&srv->svc, cfg, srv->nloops, access) != 0) {
         snprintf(err, NET_ERR_LEN, "out of memory");
         free(srv);
         return -ENOMEM;

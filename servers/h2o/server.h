@@ -13,19 +13,20 @@
 #ifndef SLOWSRV_H2O_SERVER_H
 #define SLOWSRV_H2O_SERVER_H
 
+#include "accesslog.h"
 #include "config.h"
 #include "log.h"
 #include "net.h"
 
 struct h2o_server;
 
-/* Listens on cfg's address, or on inherited_fd (socket activation; -1 for none), (TLS when cfg
- * names a certificate) and starts the loop threads. cfg and lg must outlive the server. Returns 0
- * and sets *out, or a negative errno with a one-line reason in err (NET_ERR_LEN bytes): -EADDRINUSE
- * for a port in use, -EINVAL for unusable TLS files. Call from the main thread with SIGTERM and
- * SIGINT blocked. */
+/* Requests are logged to `access` (NULL: none). Listens on cfg's address, or on inherited_fd
+ * (socket activation; -1 for none), (TLS when cfg names a certificate) and starts the loop threads.
+ * cfg and lg must outlive the server. Returns 0 and sets *out, or a negative errno with a one-line
+ * reason in err (NET_ERR_LEN bytes): -EADDRINUSE for a port in use, -EINVAL for unusable TLS files.
+ * Call from the main thread with SIGTERM and SIGINT blocked. */
 int h2o_server_start(struct h2o_server **out, const struct config *cfg, const struct log *lg,
-                     int inherited_fd, char *err);
+                     int inherited_fd, struct accesslog *access, char *err);
 
 /* The port actually bound. */
 unsigned h2o_server_port(const struct h2o_server *srv);

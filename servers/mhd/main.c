@@ -13,9 +13,9 @@ static const char *library(void)
 }
 
 static int start(void **srv, const struct config *cfg, const struct log *lg, int inherited,
-                 char *err)
+                 struct accesslog *access, char *err)
 {
-    return mhd_server_start((struct mhd_server **)srv, cfg, lg, inherited, err);
+    return mhd_server_start((struct mhd_server **)srv, cfg, lg, inherited, access, err);
 }
 
 static unsigned port(const void *srv)

@@ -35,6 +35,8 @@ struct request {
     struct exchange x; /* first member: a popped timer node leads back to the request */
     struct MHD_Connection *conn;
     struct mhd_loop *loop;
+    int started;   /* exchange_begin ran */
+    char *raw_uri; /* the target as received, query included: kept for the access log only */
 };
 
 struct mhd_loop {
@@ -363,13 +365,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     struct request *rq = *req_cls;
     (void)version;
 
-    if (!rq) {
-        rq = calloc(1, sizeof *rq);
-        if (!rq)
+    if (!rq || !rq->started) {
+        if (!rq && !(rq = calloc(1, sizeof *rq)))
             return MHD_NO;
         rq->conn = conn;
         rq->loop = loop;
-        struct route_request in = {method, url, strlen(url), on_lookup, conn};
+        rq->started = 1;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        struct route_request in = {
+            method, url, strlen(url), on_lookup, conn, ci ? ci->client_addr : NULL, rq->raw_uri};
         exchange_begin(&rq->x, &loop->srv->svc.routes, loop->shard, &in);
         atomic_fetch_add_explicit(&loop->active, 1, memory_order_relaxed);
         *req_cls = rq;
@@ -382,7 +387,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0;
         if (rq->x.plan.action != PLAN_UPLOAD) {
             /* Read and discarded: no other route needs a body. */
-            stats_bytes_in(loop->shard, n);
+            exchange_body_bytes(&rq->x, n);
             return MHD_YES;
         }
         /* libmicrohttpd 0.9.75 cannot queue an answer while a body is being received, so an
@@ -430,6 +435,20 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         service_conn_closed(&loop->srv->svc);
 }
 
+/* With an access log, keeps the target as received: libmicrohttpd hands the handler the path
+ * without its query. The record it returns becomes the request's. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    struct mhd_loop *loop = cls;
+    (void)conn;
+    if (!loop->srv->svc.routes.access)
+        return NULL;
+    struct request *rq = calloc(1, sizeof *rq);
+    if (rq)
+        rq->raw_uri = strndup(uri, 255);
+    return rq;
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -439,10 +458,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     (void)toe;
     if (!rq)
         return;
-    loop_lock(loop);
-    exchange_end(&rq->x, &loop->timers);
-    loop_unlock(loop);
-    atomic_fetch_sub_explicit(&loop->active, 1, memory_order_relaxed);
+    if (rq->started) {
+        loop_lock(loop);
+        exchange_end(&rq->x, &loop->timers);
+        loop_unlock(loop);
+        atomic_fetch_sub_explicit(&loop->active, 1, memory_order_relaxed);
+    }
+    free(rq->raw_uri);
     free(rq);
     *req_cls = NULL;
 }
@@ -602,6 +624,7 @@ static int start_daemon(struct mhd_loop *loop, unsigned conn_limit, char *err)
     OPT(MHD_OPTION_CONNECTION_TIMEOUT, (srv->cfg->idle_timeout_us + 999999) / 1000000, NULL);
     OPT(MHD_OPTION_NOTIFY_COMPLETED, on_completed, loop);
     OPT(MHD_OPTION_NOTIFY_CONNECTION, on_connection, loop);
+    OPT(MHD_OPTION_URI_LOG_CALLBACK, on_uri, loop);
     if (srv->tpc)
         OPT(MHD_OPTION_THREAD_STACK_SIZE, 256 * 1024, NULL);
     if (srv->tls_cert) {
@@ -639,7 +662,7 @@ static void monotonic_cond_init(pthread_cond_t *cond)
 }
 
 int mhd_server_start(struct mhd_server **out, const struct config *cfg, const struct log *lg,
-                     int inherited_fd, char *err)
+                     int inherited_fd, struct accesslog *access, char *err)
 {
     struct mhd_server *srv = calloc(1, sizeof *srv);
     int fds[1024];
@@ -659,7 +682,7 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
     atomic_init(&srv->stopping, 0);
     pthread_mutex_init(&srv->sleep_lock, NULL);
     monotonic_cond_init(&srv->sleep_cond);
-    if (service_init(&srv->svc, cfg, srv->nloops) != 0) {
+    if (service_init(&srv->svc, cfg, srv->nloops, access) != 0) {
         snprintf(err, NET_ERR_LEN, "out of memory");
         free(srv);
         return -ENOMEM;

@@ -10,19 +10,20 @@
 #ifndef SLOWSRV_MHD_SERVER_H
 #define SLOWSRV_MHD_SERVER_H
 
+#include "accesslog.h"
 #include "config.h"
 #include "log.h"
 #include "net.h"
 
 struct mhd_server;
 
-/* Listens on cfg's address, or on inherited_fd (socket activation; -1 for none), and starts serving
- * in background threads. cfg and lg must outlive the server. Returns 0 and sets *out; or returns a
- * negative errno (-EADDRINUSE when the port is taken) with a one-line reason in err (NET_ERR_LEN
- * bytes). Call from the main thread with SIGTERM, SIGINT and SIGPIPE blocked, so that the server's
- * threads inherit the mask. */
+/* Requests are logged to `access` (NULL: none). Listens on cfg's address, or on inherited_fd
+ * (socket activation; -1 for none), and starts serving in background threads. cfg and lg must
+ * outlive the server. Returns 0 and sets *out; or returns a negative errno (-EADDRINUSE when the
+ * port is taken) with a one-line reason in err (NET_ERR_LEN bytes). Call from the main thread with
+ * SIGTERM, SIGINT and SIGPIPE blocked, so that the server's threads inherit the mask. */
 int mhd_server_start(struct mhd_server **out, const struct config *cfg, const struct log *lg,
-                     int inherited_fd, char *err);
+                     int inherited_fd, struct accesslog *access, char *err);
 
 /* The port actually bound (useful with --port 0). */
 unsigned mhd_server_port(const struct mhd_server *srv);

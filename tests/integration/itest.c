@@ -1583,6 +1583,72 @@ static void hostile_beyond_max_connections(void)
     stop_expect_clean(&s);
 }
 
+static int read_lines(const char *path, cJSON **lines, int max)
+{
+    char buf[2048];
+    int n = 0;
+    FILE *f = fopen(path, "r");
+    while (f && n < max && fgets(buf, sizeof buf, f))
+        lines[n++] = cJSON_Parse(buf);
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static const char *jstr(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : "(missing)";
+}
+
+/* --access-log: one JSON line per request; SIGHUP reopens the file after logrotate. */
+static void access_log_lines_and_reopen(void)
+{
+    struct server s;
+    struct reply r;
+    char path[300], moved[320];
+    cJSON *lines[8];
+    snprintf(path, sizeof path, "%s/access.log", tmpdir);
+    snprintf(moved, sizeof moved, "%s.1", path);
+    const char *args[] = {"--delay", "50ms", "--access-log", path, NULL};
+    if (server_start(&s, bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    http_request(s.port, "GET", "/test?x=1", NULL, NULL, &r);
+    http_request(s.port, "POST", "/echo", "abc", NULL, &r);
+    http_request(s.port, "GET", "/nope", NULL, NULL, &r);
+    cJSON_Delete(settled_stats(h1(&s)));
+    CHECK_INT(rename(path, moved), 0);
+    kill(s.pid, SIGHUP);
+    usleep(100 * 1000);
+    http_request(s.port, "GET", "/echo", NULL, NULL, &r);
+    stop_expect_clean(&s);
+
+    int n = read_lines(moved, lines, 8);
+    CHECK_INT(n, 3);
+    if (n == 3) {
+        CHECK_STR(jstr(lines[0], "method"), "GET");
+        CHECK_STR(jstr(lines[0], "path"), "/test?x=1");
+        CHECK_INT(json_number(lines[0], "status"), 200);
+        CHECK_INT(json_number(lines[0], "delay_ms"), 50);
+        CHECK(json_number(lines[0], "waited_ms") >= 50);
+        CHECK(json_number(lines[0], "service_ms") >= 50);
+        CHECK(strncmp(jstr(lines[0], "client"), "127.0.0.1:", 10) == 0);
+        CHECK_INT(json_number(lines[1], "bytes_in"), 3);
+        CHECK_INT(json_number(lines[1], "bytes_out"), 2);
+        CHECK_INT(json_number(lines[2], "status"), 404);
+    }
+    for (int i = 0; i < n; i++)
+        cJSON_Delete(lines[i]);
+    n = read_lines(path, lines, 8);
+    CHECK_INT(n, 1);
+    if (n == 1)
+        CHECK_STR(jstr(lines[0], "path"), "/echo");
+    for (int i = 0; i < n; i++)
+        cJSON_Delete(lines[i]);
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -1625,6 +1691,7 @@ static const struct {
     {"hostile_open_close_1000", hostile_open_close_1000},
     {"hostile_never_reads_answer", hostile_never_reads_answer},
     {"hostile_beyond_max_connections", hostile_beyond_max_connections},
+    {"access_log_lines_and_reopen", access_log_lines_and_reopen},
 };
 
 /* Cases run once per model: "<case>:<model>". */

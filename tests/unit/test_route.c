@@ -26,7 +26,8 @@ static long lookup(void *ctx, enum route_input kind, const char *name, char *buf
 
 static void plan(struct route_table *t, const char *method, const char *target, struct plan *p)
 {
-    struct route_request rq = {method, target, strlen(target), lookup, (void *)(uintptr_t)target};
+    struct route_request rq = {method, target, strlen(target), lookup, (void *)(uintptr_t)target,
+                               NULL,   NULL};
     route_plan(t, &rq, p);
 }
 

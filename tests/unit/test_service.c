@@ -12,8 +12,8 @@ static void service_reports_what_its_exchanges_did(void)
     struct exchange x;
     cfg.workers = 5;
     delay_spec_fixed(&cfg.delay, 0);
-    CHECK_INT(service_init(&svc, &cfg, 2), 0);
-    struct route_request rq = {"GET", "/test", 5, NULL, NULL};
+    CHECK_INT(service_init(&svc, &cfg, 2, NULL), 0);
+    struct route_request rq = {"GET", "/test", 5, NULL, NULL, NULL, NULL};
     exchange_begin(&x, &svc.routes, service_shard(&svc, 1), &rq);
     CHECK_INT(exchange_admit(&x, NULL), EXCHANGE_GO);
     exchange_answer(&x);
