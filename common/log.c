@@ -6,8 +6,9 @@
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
-void log_init(struct log *lg, enum log_level level, FILE *out)
+void log_init(struct log *lg, const char *name, enum log_level level, FILE *out)
 {
+    lg->name = name;
     lg->level = level;
     lg->out = out;
 }
@@ -37,7 +38,7 @@ void log_write(const struct log *lg, enum log_level level, const char *fmt, ...)
 
     /* Format the whole line first and emit it with one fputs, so that lines from different
      * threads never interleave. */
-    int n = snprintf(line, sizeof line, "slowsrv: %s: ", log_level_name(level));
+    int n = snprintf(line, sizeof line, "%s: %s: ", lg->name, log_level_name(level));
     if (n < 0)
         return;
     size_t used = (size_t)n;

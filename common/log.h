@@ -19,12 +19,13 @@ enum log_level {
 };
 
 struct log {
+    const char *name;     /* program name that starts every line; not owned */
     enum log_level level; /* lines above this level are dropped before formatting */
     FILE *out;            /* not owned; stderr in the servers */
 };
 
-/* Fills *lg. `out` must outlive every use of lg. */
-void log_init(struct log *lg, enum log_level level, FILE *out);
+/* Fills *lg. `name` and `out` must outlive every use of lg. */
+void log_init(struct log *lg, const char *name, enum log_level level, FILE *out);
 
 /* Parses "error", "warn", "info" or "debug" into *out. Returns 0, or -EINVAL for anything else. */
 int log_level_parse(const char *s, enum log_level *out);
@@ -32,7 +33,7 @@ int log_level_parse(const char *s, enum log_level *out);
 /* Returns the name of a level ("info"), a static string. */
 const char *log_level_name(enum log_level level);
 
-/* Writes "slowsrv: <level>: <message>\n". Prefer LOG(), which skips the formatting of dropped
+/* Writes "<name>: <level>: <message>\n". Prefer LOG(), which skips the formatting of dropped
  * lines. Thread-safe. */
 void log_write(const struct log *lg, enum log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

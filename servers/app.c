@@ -52,7 +52,7 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     case CONFIG_ACTION_RUN:
         break;
     }
-    log_init(&lg, cfg.log_level, stderr);
+    log_init(&lg, engine->program, cfg.log_level, stderr);
 
     /* Every thread inherits this mask; only the main thread takes the signals, in sigwait. */
     sigemptyset(&sigs);

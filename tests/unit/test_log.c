@@ -38,12 +38,12 @@ static void log_writes_one_prefixed_line_and_skips_dropped_levels(void)
     size_t len = 0;
     FILE *mem = open_memstream(&buf, &len);
     struct log lg;
-    log_init(&lg, LOG_LEVEL_INFO, mem);
+    log_init(&lg, "slowsrv-h2o", LOG_LEVEL_INFO, mem);
     LOG(&lg, LOG_LEVEL_INFO, "listening on port %d", 8080);
     LOG(&lg, LOG_LEVEL_DEBUG, "dropped %d", side_effect());
     LOG(&lg, LOG_LEVEL_ERROR, "boom");
     fclose(mem);
-    CHECK_STR(buf, "slowsrv: info: listening on port 8080\nslowsrv: error: boom\n");
+    CHECK_STR(buf, "slowsrv-h2o: info: listening on port 8080\nslowsrv-h2o: error: boom\n");
     CHECK_INT(evaluated, 0);
     free(buf);
 }
