@@ -460,12 +460,15 @@ static int parse_route(const cJSON *o, struct config_route *r, char *why, size_t
                 snprintf(why, whylen, "path: must be a string starting with / (no query)");
                 return -EINVAL;
             }
+            free(r->path); /* a repeated key: the last one wins */
             r->path = dup_n(it->valuestring, strlen(it->valuestring));
         } else if (strcmp(k, "method") == 0) {
             if (!cJSON_IsString(it) || !is_token(it->valuestring)) {
                 snprintf(why, whylen, "method: must be a method name such as GET, or \"*\"");
                 return -EINVAL;
             }
+            free(r->method);
+            r->method = NULL;
             if (strcmp(it->valuestring, "*") != 0)
                 r->method = dup_n(it->valuestring, strlen(it->valuestring));
         } else if (strcmp(k, "status") == 0) {
@@ -481,6 +484,7 @@ static int parse_route(const cJSON *o, struct config_route *r, char *why, size_t
                          CONFIG_ROUTE_BODY_MAX);
                 return -EINVAL;
             }
+            free(r->body);
             r->body_len = strlen(it->valuestring);
             r->body = dup_n(it->valuestring, r->body_len);
         } else if (strcmp(k, "delay") == 0) {
@@ -497,6 +501,11 @@ static int parse_route(const cJSON *o, struct config_route *r, char *why, size_t
                 snprintf(why, whylen, "headers: must be an object of header names and values");
                 return -EINVAL;
             }
+            for (size_t h = 0; h < r->nheaders; h++) {
+                free(r->headers[h].name);
+                free(r->headers[h].value);
+            }
+            r->nheaders = 0;
             for (const cJSON *h = it->child; h; h = h->next) {
                 if (r->nheaders == CONFIG_ROUTE_HEADERS) {
                     snprintf(why, whylen, "headers: at most %d", CONFIG_ROUTE_HEADERS);
@@ -674,7 +683,7 @@ static int validate(struct config *cfg, enum config_engine engine, const unsigne
         if (cfg->max_connections > cap)
             cfg->max_connections = cap;
     }
-    if (cfg->max_delay_us > 0 && delay_spec_max_us(&cfg->delay) != UINT64_MAX &&
+    if (delay_spec_max_us(&cfg->delay) != UINT64_MAX &&
         delay_spec_max_us(&cfg->delay) > cfg->max_delay_us) {
         char a[32], b[32];
         delay_format_ms(delay_spec_max_us(&cfg->delay), a, sizeof a);
@@ -725,7 +734,27 @@ static int validate(struct config *cfg, enum config_engine engine, const unsigne
     return 0;
 }
 
+/* Errors quote what the user wrote; a control character in it must not break the one line. */
+static int one_line(int rc, char *err)
+{
+    for (char *p = err; rc != 0 && *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+    return rc;
+}
+
+static int load(struct config *cfg, enum config_engine engine, int argc, char **argv,
+                char *const *envp, uint64_t random_seed, enum config_action *action, char *err,
+                size_t errlen);
+
 int config_load(struct config *cfg, enum config_engine engine, int argc, char **argv,
+                char *const *envp, uint64_t random_seed, enum config_action *action, char *err,
+                size_t errlen)
+{
+    return one_line(load(cfg, engine, argc, argv, envp, random_seed, action, err, errlen), err);
+}
+
+static int load(struct config *cfg, enum config_engine engine, int argc, char **argv,
                 char *const *envp, uint64_t random_seed, enum config_action *action, char *err,
                 size_t errlen)
 {
@@ -744,7 +773,9 @@ int config_load(struct config *cfg, enum config_engine engine, int argc, char **
 
     /* First pass: actions and the config file, which must be read before env and flags. */
     opterr = 0;
-    optind = 1;
+    /* optind = 0 makes glibc's getopt start afresh, including a half-read cluster like -hV
+     * left by an earlier call. */
+    optind = 0;
     while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
         if (opt == '?') {
             if (optopt && optopt < 256)
@@ -790,7 +821,7 @@ int config_load(struct config *cfg, enum config_engine engine, int argc, char **
         return rc;
     }
 
-    optind = 1;
+    optind = 0;
     while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
         const struct opt_def *d = def_for_val(opt);
         char why[CONFIG_ERR_LEN];

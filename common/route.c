@@ -159,10 +159,35 @@ char *route_report(const struct route_table *t, const struct stats *st, uint64_t
 
 size_t route_error_json(char *buf, size_t len, unsigned status, const char *msg)
 {
-    int n = snprintf(buf, len, "{\"error\": \"%s\", \"status\": %u}", msg, status);
-    if (n < 0)
+    static const char head[] = "{\"error\": \"";
+    char tail[40];
+    int tn = snprintf(tail, sizeof tail, "\", \"status\": %u}", status);
+    if (tn < 0 || len < sizeof head + (size_t)tn + 1) {
+        if (len)
+            buf[0] = '\0';
         return 0;
-    return (size_t)n < len ? (size_t)n : len - 1;
+    }
+    /* The message may quote what the client sent: escape it, and cut it rather than the
+     * JSON around it when it is too long. */
+    size_t room = len - 1 - (sizeof head - 1) - (size_t)tn, n = sizeof head - 1;
+    memcpy(buf, head, n);
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+        char esc[8];
+        size_t k;
+        if (*p == '"' || *p == '\\')
+            k = (size_t)snprintf(esc, sizeof esc, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            k = (size_t)snprintf(esc, sizeof esc, "\\u%04x", *p);
+        else
+            esc[0] = (char)*p, k = 1;
+        if (k > room)
+            break;
+        memcpy(buf + n, esc, k);
+        n += k;
+        room -= k;
+    }
+    memcpy(buf + n, tail, (size_t)tn + 1);
+    return n + (size_t)tn;
 }
 
 static int method_matches(const char *want, const char *method)

@@ -292,8 +292,42 @@ static void config_load_shaping_options(void)
     }
 }
 
+static void config_fuzz_findings_stay_fixed(void)
+{
+    struct config cfg;
+    char err[CONFIG_ERR_LEN] = "";
+    /* A repeated key in a route: the last one wins, nothing leaks (ASan). */
+    const char *path = write_tmp("{\"routes\": [{\"path\": \"/a\", \"path\": \"/b\", "
+                                 "\"body\": \"x\", \"body\": \"y\", \"headers\": {\"A\": \"1\"}, "
+                                 "\"headers\": {\"B\": \"2\"}}]}");
+    const char *args[] = {"--config", path, NULL};
+    CHECK_INT(load(&cfg, args, NULL, err), 0);
+    CHECK_STR(cfg.routes[0].path, "/b");
+    CHECK_STR(cfg.routes[0].body, "y");
+    CHECK_INT(cfg.routes[0].nheaders, 1);
+    config_cleanup(&cfg);
+    unlink(path);
+    /* An error quoting a value with a newline stays one line. */
+    const char *nl[] = {"--port", "1\n2", NULL};
+    CHECK_INT(load(&cfg, nl, NULL, err), -EINVAL);
+    CHECK_STR(err, "--port: '1?2' is not a port from 0 to 65535");
+    /* A half-read cluster of short options does not leak into the next load. */
+    const char *cluster[] = {"-hZq", NULL};
+    CHECK_INT(load(&cfg, cluster, NULL, err), -EINVAL);
+    const char *clean[] = {"-d", "5ms", NULL};
+    CHECK_INT(load(&cfg, clean, NULL, err), 0);
+    CHECK_U64(cfg.delay.a_us, 5000);
+    /* --max-delay 0 allows no delay at all. */
+    const char *zero[] = {"--max-delay", "0", NULL};
+    CHECK_INT(load(&cfg, zero, NULL, err), -EINVAL);
+    CHECK_STR(err, "delay: up to 1000 ms is over --max-delay 0 ms; raise --max-delay");
+    const char *zero_ok[] = {"--max-delay", "0", "--delay", "0", NULL};
+    CHECK_INT(load(&cfg, zero_ok, NULL, err), 0);
+}
+
 int main(void)
 {
+    config_fuzz_findings_stay_fixed();
     config_reads_routes_from_the_file();
     config_route_errors_name_the_entry();
     config_load_shaping_options();

@@ -1,3 +1,4 @@
+#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <strings.h>
 
@@ -316,8 +317,38 @@ static void route_query_param_decodes_and_finds_exact_names(void)
     CHECK_STR(buf, "20");
 }
 
+static void route_error_bodies_stay_valid_json_whatever_the_input(void)
+{
+    struct route_table t;
+    struct plan p;
+    route_table_init(&t, &config_defaults);
+    static const char *const targets[] = {"/echo?status=%22", "/echo?status=%5C",
+                                          "/echo?status=%01%0A", "/echo?delay=%22%5C%7F",
+                                          "/echo?size=12345678901234567890123456789012345678901"
+                                          "234567890"};
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
+        plan(&t, "GET", targets[i], &p);
+        CHECK_INT(p.status, 400);
+        cJSON *j = cJSON_ParseWithLength(p.body, p.body_len);
+        if (!j)
+            CHECK_FAIL_("%s: body is not JSON: %s", targets[i], p.body);
+        else
+            check_passed++;
+        CHECK_INT(cJSON_GetObjectItem(j, "status") ? cJSON_GetObjectItem(j, "status")->valueint
+                                                   : -1,
+                  400);
+        cJSON_Delete(j);
+    }
+    char buf[64];
+    size_t n = route_error_json(buf, sizeof buf, 404, "a long message that cannot fit in full");
+    CHECK_INT(n, strlen(buf));
+    CHECK_STR(buf, "{\"error\": \"a long message that cannot fit in f\", \"status\": 404}");
+    route_table_cleanup(&t);
+}
+
 int main(void)
 {
+    route_error_bodies_stay_valid_json_whatever_the_input();
     route_overrides_change_delay_status_and_size();
     route_overrides_out_of_range_get_400_naming_the_parameter();
     route_no_overrides_ignores_them();
