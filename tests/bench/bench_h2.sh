@@ -1,0 +1,636 @@
+#!/usr/bin/env bash
+# bench_h2.sh - OK echo over HTTP/1.1 and h2c, and 1 s-delay /test over h2c at 10 000 streams
+# (issue #4): slowsrv-h2o next to slowsrv, nginx and Debian's h2o, same run, same machine.
+#
+# Servers, one worker / event-loop thread each, pinned to CPU $SERVER_CPU (load tools and this
+# script on CPU $WRK_CPU), started fresh for every measurement:
+#   slowsrv-h2o --threads 1 --port 0 [--delay 1s]   (libh2o engine: HTTP/1.1 and h2c)
+#   slowsrv     --threads 1 --port 0                (libmicrohttpd engine: HTTP/1.1 only)
+#   nginx       worker_processes 1, generated config in a temp dir: `return 200 "OK"` on /echo,
+#               `echo_sleep 1; echo -n ok` on /test (echo module); one HTTP/1.1 port and one
+#               `listen … http2` cleartext port (h2c by prior knowledge)
+#   h2o         Debian's h2o server, `h2o -c <generated yaml>` in the foreground, num-threads 1,
+#               file.dir serving a static file `echo` holding `OK`, no access log
+# Scenarios, REPS times each (medians):
+#   echo-h1   wrk -t1 -c100 -d10s /echo                 all four servers
+#   echo-h2c  h2load -c100 -m10 -D 10 http://…/echo     slowsrv-h2o, nginx, h2o
+#   test-h2c  h2load -c100 -m100 -D 10 --log-file …/test   slowsrv-h2o --delay 1s, nginx echo_sleep 1
+# Figures: requests/s, server CPU time per request (utime+stime of the server process(es),
+# nginx master+worker, h2o and its helper child, from /proc/PID/stat before/after ÷ requests
+# done), failures; for test-h2c p50/p99/max request time from h2load's per-request log.
+#
+# Not part of the test suite. See tests/bench/README.md. Knobs (environment):
+#   SLOWSRV=path SLOWSRV_H2O=path  REPS=3  DUR=10  SERVER_CPU=0 WRK_CPU=1
+#   SCENARIOS="echo-h1 echo-h2c test-h2c"  RESULTS=dir (default tests/bench/results/<date>-h2/)
+set -Eeuo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cmdline="$0${*:+ $*}"
+for a in REPS DUR SERVER_CPU WRK_CPU SLOWSRV SLOWSRV_H2O SCENARIOS RESULTS QUIET_WAIT QUIET_MAX OTHER_MAX TRIES; do
+    [[ -n ${!a:-} ]] && cmdline="$a=\"${!a}\" $cmdline"
+done
+
+REPS=${REPS:-3}
+DUR=${DUR:-10}                 # seconds, wrk -d and h2load -D
+SERVER_CPU=${SERVER_CPU:-0}
+WRK_CPU=${WRK_CPU:-1}
+SLOWSRV=${SLOWSRV:-$root/build-bench/slowsrv}
+SLOWSRV_H2O=${SLOWSRV_H2O:-$root/build-bench/slowsrv-h2o}
+SCENARIOS=${SCENARIOS:-"echo-h1 echo-h2c test-h2c"}
+stamp=$(date +%Y%m%d-%H%M%S)
+RESULTS=${RESULTS:-$here/results/$stamp-h2}
+DELAY_S=1
+ECHO_CONNS=100
+H2_ECHO_STREAMS=10             # h2load -m for /echo
+H2_TEST_STREAMS=100            # h2load -m for /test: 100 x 100 = 10 000 concurrent streams
+BACKLOG=4096
+START_TIMEOUT=10
+QUIET_WAIT=${QUIET_WAIT:-120}   # s to wait for an idle host before each run
+QUIET_MAX=${QUIET_MAX:-10}     # idle: < this % of one CPU busy
+OTHER_MAX=${OTHER_MAX:-25}     # max % of one CPU used by others during a run
+TRIES=${TRIES:-3}
+NOFILE=20000
+
+log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { printf '[bench] FATAL: %s\n' "$*" >&2; exit 1; }
+
+# ---------------------------------------------------------------- prerequisites
+need_pkgs=()
+command -v nginx >/dev/null 2>&1 || need_pkgs+=(nginx)
+[[ -f /usr/lib/nginx/modules/ngx_http_echo_module.so ]] || need_pkgs+=(libnginx-mod-http-echo)
+command -v wrk >/dev/null 2>&1 || need_pkgs+=(wrk)
+command -v h2load >/dev/null 2>&1 || need_pkgs+=(nghttp2-client)
+command -v taskset >/dev/null 2>&1 || need_pkgs+=(util-linux)
+command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
+installed_h2o=0
+command -v h2o >/dev/null 2>&1 || { need_pkgs+=(h2o); installed_h2o=1; }
+if ((${#need_pkgs[@]})); then
+    log "installing missing packages: ${need_pkgs[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y "${need_pkgs[@]}" ||
+        die "apt-get install ${need_pkgs[*]} failed"
+fi
+if ((installed_h2o)); then
+    # The package enables a system service (port 80, /etc/h2o). We installed it, so make sure
+    # it is not left running; its config is never touched.
+    if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet h2o 2>/dev/null; then
+        log "stopping the h2o system service that apt-get started"
+        systemctl stop h2o || true
+    elif [[ -x /etc/init.d/h2o ]] && /etc/init.d/h2o status >/dev/null 2>&1; then
+        log "stopping the h2o system service that apt-get started"
+        /etc/init.d/h2o stop || true
+    fi
+fi
+command -v python3 >/dev/null 2>&1 || die "python3 is required (free port, summary table)"
+NGINX=$(command -v nginx)
+H2O=$(command -v h2o)
+ECHO_MOD=/usr/lib/nginx/modules/ngx_http_echo_module.so
+
+if [[ ! -x $SLOWSRV || ! -x $SLOWSRV_H2O ]]; then
+    log "building slowsrv into $root/build-bench"
+    (cd "$root" && cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSLOWSRV_TESTS=OFF >/dev/null &&
+        cmake --build build-bench -j2 >/dev/null) || die "slowsrv build failed"
+fi
+[[ -x $SLOWSRV ]] || die "no slowsrv binary at $SLOWSRV"
+[[ -x $SLOWSRV_H2O ]] || die "no slowsrv-h2o binary at $SLOWSRV_H2O"
+
+ncpu=$(nproc)
+((ncpu > SERVER_CPU && ncpu > WRK_CPU)) || die "need CPUs $SERVER_CPU and $WRK_CPU, nproc=$ncpu"
+if ! ulimit -n "$NOFILE" 2>/dev/null; then
+    log "cannot raise fd limit to $NOFILE (hard limit $(ulimit -Hn)); using it"
+    ulimit -n "$(ulimit -Hn)"
+fi
+
+taskset -p -c "$WRK_CPU" $$ >/dev/null
+
+CLK_TCK=$(getconf CLK_TCK)
+mkdir -p "$RESULTS"
+if [[ $RESULTS == "$here/results/"* ]]; then
+    [[ -f $here/results/.gitignore ]] || printf '*\n' >"$here/results/.gitignore"
+fi
+tmp=$(mktemp -d /tmp/slowsrv-bench-h2.XXXXXX)
+chmod 755 "$tmp"   # h2o's file.dir below it
+tsv=$RESULTS/results.tsv
+printf 'rep\tserver\tscenario\tconns\tstreams\trequests\tduration_us\tp50_us\tp99_us\tmax_us\tmean_us\tfailed\terrored\ttimeout\tnon2xx\tsocket_errors\tcpu_ticks\tclk_tck\ttool_cpu_us\tother_cpu_pct\tuser_ticks\n' >"$tsv"
+
+# ---------------------------------------------------------------- interference from other work
+# The host is shared: a build or test suite started by someone else during a run skews it.
+# sys_busy: busy ticks of all CPUs (user+nice+system+irq+softirq+steal, /proc/stat).
+# Before each run wait (up to QUIET_WAIT s) for a second with < QUIET_MAX % busy; after it,
+# "other CPU %" = (all busy - server - load tool) / run time; above OTHER_MAX the run is
+# repeated (up to TRIES attempts; the noisy output is kept as *.noisyN).
+SYS_BUSY=0
+sys_busy() {
+    local _c user nice system _idle _iowait irq softirq steal _rest
+    read -r _c user nice system _idle _iowait irq softirq steal _rest </proc/stat
+    SYS_BUSY=$((user + nice + system + irq + softirq + steal))
+}
+wait_quiet() {
+    local b0 i
+    for ((i = 0; i < QUIET_WAIT; i++)); do
+        sys_busy; b0=$SYS_BUSY
+        sleep 1
+        sys_busy
+        # % of one CPU: ticks in 1 s * 100 / CLK_TCK
+        (((SYS_BUSY - b0) * 100 / CLK_TCK < QUIET_MAX)) && return 0
+        ((i == 0)) && log "host busy ($(((SYS_BUSY - b0) * 100 / CLK_TCK)) % of a CPU), waiting up to ${QUIET_WAIT}s for quiet"
+    done
+    log "host still busy after ${QUIET_WAIT}s; measuring anyway (see other_cpu_pct)"
+}
+
+# ---------------------------------------------------------------- process bookkeeping
+declare -A live=()   # pid -> name; only these are ever signalled
+
+stop_pid() { # pid name: SIGTERM, wait up to 10 s, then SIGKILL
+    local pid=$1 name=$2 i rc
+    kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; unset "live[$pid]"; return 0; }
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then
+        log "$name (pid $pid) did not exit 10 s after SIGTERM; SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    rc=0; wait "$pid" 2>/dev/null || rc=$?
+    ((rc == 0)) || log "note: $name (pid $pid) exited with status $rc after SIGTERM"
+    unset "live[$pid]"
+}
+
+cleanup() {
+    local rc=$? pid
+    trap - EXIT INT TERM
+    for pid in "${!live[@]}"; do stop_pid "$pid" "${live[$pid]}"; done
+    rm -rf "$tmp"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'printf "[bench] FATAL: line %s: %s failed\n" "$LINENO" "$BASH_COMMAND" >&2' ERR
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+get_ok() { # url expected-body [curl options]: the body must match exactly
+    local url=$1 want=$2 body
+    shift 2
+    body=$(curl -s --max-time 5 "$@" "$url" 2>/dev/null) || return 1
+    [[ $body == "$want" ]]
+}
+
+pids_of() { # server-pid -> the pid and its children (nginx: master + worker; h2o: + helper)
+    local p=$1 c
+    printf '%s\n' "$p"
+    if [[ -r /proc/$p/task/$p/children ]]; then
+        for c in $(cat "/proc/$p/task/$p/children"); do printf '%s\n' "$c"; done
+    else
+        pgrep -P "$p" || true
+    fi
+}
+
+user_ticks() { # sum of utime over pids (user-space part of cpu_ticks)
+    local p line rest f s=0
+    for p; do
+        read -r line <"/proc/$p/stat" 2>/dev/null || continue
+        rest=${line##*) }
+        read -ra f <<<"$rest"
+        s=$((s + f[11]))
+    done
+    echo "$s"
+}
+
+cpu_ticks() { # sum of utime+stime over pids (whole processes, all threads)
+    local p line rest f s=0
+    for p; do
+        read -r line <"/proc/$p/stat" 2>/dev/null || continue
+        rest=${line##*) }
+        read -ra f <<<"$rest"
+        s=$((s + f[11] + f[12]))   # fields 14 (utime) and 15 (stime)
+    done
+    echo "$s"
+}
+
+CHILD_US=0
+child_cpu_us() { # sets CHILD_US: CPU (user+sys) of this script's reaped children so far, µs
+    # bash `times`, run in this shell (not in $(…): a subshell has its own children)
+    local l="" line t s=0 m sec
+    times >"$tmp/times"
+    while read -r line; do l=$line; done <"$tmp/times"   # last line: children user, sys
+    for t in $l; do   # "XmY.YYYs" (3 decimals)
+        m=${t%%m*}; sec=${t#*m}; sec=${sec%s}
+        s=$((s + m * 60000000 + 10#${sec%.*} * 1000000 + 10#${sec#*.} * 1000))
+    done
+    CHILD_US=$s
+}
+
+# ---------------------------------------------------------------- servers
+# Every start_* sets SRV_PID, H1_PORT (HTTP/1.1, "" if none) and H2_PORT (h2c, "" if none).
+SRV_PID="" H1_PORT="" H2_PORT=""
+declare -A BANNER=() SRV_CMD=()
+
+wait_banner() { # name errfile -> port from "listening on http://…:PORT"
+    local name=$1 err=$2 i port=""
+    for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+        kill -0 "$SRV_PID" 2>/dev/null || { cat "$err" >&2; die "$name exited during startup"; }
+        # the background job may not have created $err yet
+        port=$(sed -n 's/.*listening on http:\/\/[^ ]*:\([0-9][0-9]*\).*/\1/p' "$err" 2>/dev/null | head -1) || true
+        [[ -n $port ]] && { echo "$port"; return 0; }
+        sleep 0.1
+    done
+    cat "$err" >&2; die "$name printed no listening line within ${START_TIMEOUT}s"
+}
+
+start_slowsrv_h2o() { # tag
+    local err=$tmp/slowsrv-h2o.$1.err args=(--threads 1 --port 0 --delay "${DELAY_S}s")
+    taskset -c "$SERVER_CPU" "$SLOWSRV_H2O" "${args[@]}" 2>"$err" &
+    SRV_PID=$!; live[$SRV_PID]=slowsrv-h2o
+    H1_PORT=$(wait_banner slowsrv-h2o "$err"); H2_PORT=$H1_PORT
+    SRV_CMD[slowsrv-h2o]="$SLOWSRV_H2O ${args[*]}"
+    [[ -n ${BANNER[slowsrv-h2o]:-} ]] || BANNER[slowsrv-h2o]=$(grep -m1 'listening on' "$err")
+}
+
+start_slowsrv() { # tag
+    local err=$tmp/slowsrv.$1.err args=(--threads 1 --port 0 --delay "${DELAY_S}s")
+    taskset -c "$SERVER_CPU" "$SLOWSRV" "${args[@]}" 2>"$err" &
+    SRV_PID=$!; live[$SRV_PID]=slowsrv
+    H1_PORT=$(wait_banner slowsrv "$err"); H2_PORT=""
+    SRV_CMD[slowsrv]="$SLOWSRV ${args[*]}"
+    [[ -n ${BANNER[slowsrv]:-} ]] || BANNER[slowsrv]=$(grep -m1 'listening on' "$err")
+}
+
+start_nginx() { # tag
+    local d=$tmp/nginx.$1 i
+    mkdir -p "$d/logs" "$d/tmp"
+    H1_PORT=$(free_port); H2_PORT=$(free_port)
+    while [[ $H2_PORT == "$H1_PORT" ]]; do H2_PORT=$(free_port); done
+    cat >"$d/nginx.conf" <<EOF
+load_module $ECHO_MOD;
+worker_processes 1;
+worker_rlimit_nofile $NOFILE;
+pid $d/nginx.pid;
+error_log $d/logs/error.log warn;
+events { worker_connections $NOFILE; }
+http {
+    access_log off;
+    default_type text/plain;
+    keepalive_requests 100000000;  # default 1000 would make nginx (not slowsrv) reconnect; also h2
+    client_body_temp_path $d/tmp/body;
+    proxy_temp_path $d/tmp/proxy;
+    fastcgi_temp_path $d/tmp/fastcgi;
+    uwsgi_temp_path $d/tmp/uwsgi;
+    scgi_temp_path $d/tmp/scgi;
+    server {
+        listen 127.0.0.1:$H1_PORT backlog=$BACKLOG;
+        listen 127.0.0.1:$H2_PORT http2 backlog=$BACKLOG;   # h2c, prior knowledge only
+        location = /test { echo_sleep $DELAY_S; echo -n ok; }
+        location = /echo { return 200 "OK"; }
+    }
+}
+EOF
+    cp "$d/nginx.conf" "$RESULTS/nginx.conf"
+    taskset -c "$SERVER_CPU" "$NGINX" -p "$d/" -e "$d/logs/error.log" -c "$d/nginx.conf" \
+        -g 'daemon off;' 2>"$d/stderr" &
+    SRV_PID=$!; live[$SRV_PID]=nginx
+    SRV_CMD[nginx]="$NGINX -p DIR/ -e DIR/logs/error.log -c DIR/nginx.conf -g 'daemon off;'"
+    for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+        if ! kill -0 "$SRV_PID" 2>/dev/null; then
+            cat "$d/stderr" "$d/logs/error.log" >&2 2>/dev/null; die "nginx exited during startup"
+        fi
+        get_ok "http://127.0.0.1:$H1_PORT/echo" OK && return 0
+        sleep 0.1
+    done
+    cat "$d/stderr" "$d/logs/error.log" >&2 2>/dev/null
+    die "nginx did not answer on port $H1_PORT within ${START_TIMEOUT}s"
+}
+
+start_h2o() { # tag
+    local d=$tmp/h2o.$1 i
+    mkdir -p "$d/www"
+    chmod 755 "$d" "$d/www"
+    printf OK >"$d/www/echo"
+    chmod 644 "$d/www/echo"
+    H1_PORT=$(free_port); H2_PORT=$H1_PORT
+    # no access-log directive: h2o writes no access log then
+    cat >"$d/h2o.yaml" <<EOF
+num-threads: 1
+user: $(id -un)
+pid-file: $d/h2o.pid
+error-log: $d/error.log
+listen:
+  host: 127.0.0.1
+  port: $H1_PORT
+hosts:
+  default:
+    paths:
+      /:
+        file.dir: $d/www
+EOF
+    cp "$d/h2o.yaml" "$RESULTS/h2o.yaml"
+    taskset -c "$SERVER_CPU" "$H2O" -c "$d/h2o.yaml" 2>"$d/stderr" &
+    SRV_PID=$!; live[$SRV_PID]=h2o
+    SRV_CMD[h2o]="$H2O -c DIR/h2o.yaml"
+    for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+        if ! kill -0 "$SRV_PID" 2>/dev/null; then
+            cat "$d/stderr" "$d/error.log" >&2 2>/dev/null; die "h2o exited during startup"
+        fi
+        get_ok "http://127.0.0.1:$H1_PORT/echo" OK && return 0
+        sleep 0.1
+    done
+    cat "$d/stderr" "$d/error.log" >&2 2>/dev/null
+    die "h2o did not answer on port $H1_PORT within ${START_TIMEOUT}s"
+}
+
+start_server() { # name tag
+    case $1 in
+    slowsrv-h2o) start_slowsrv_h2o "$2" ;;
+    slowsrv) start_slowsrv "$2" ;;
+    nginx) start_nginx "$2" ;;
+    h2o) start_h2o "$2" ;;
+    *) die "unknown server $1" ;;
+    esac
+}
+
+cat >"$tmp/stats.lua" <<'EOF'
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    "WRKSTATS requests=%.0f duration_us=%.0f connect=%.0f read=%.0f write=%.0f status=%.0f timeout=%.0f p50_us=%.0f p99_us=%.0f max_us=%.0f mean_us=%.0f\n",
+    summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
+    latency:percentile(50), latency:percentile(99), latency.max, latency.mean))
+end
+EOF
+
+# parse rep server scenario conns streams out logfile ticks -> tsv line
+parse_run() {
+    python3 - "$@" <<'PY'
+import re, sys
+rep, srv, scen, conns, streams, out, logf, ticks, clk, tool, other, uticks = sys.argv[1:]
+text = open(out, errors="replace").read()
+nan = float("nan")
+d = dict(requests=0, duration_us=nan, p50_us=nan, p99_us=nan, max_us=nan, mean_us=nan,
+         failed=0, errored=0, timeout=0, non2xx=0, socket_errors=0)
+unit = {"us": 1, "ms": 1e3, "s": 1e6}
+def t(v):
+    m = re.fullmatch(r"([0-9.]+)(us|ms|s)", v)
+    return float(m.group(1)) * unit[m.group(2)] if m else nan
+m = re.search(r"^WRKSTATS (.*)$", text, re.M)
+if m:   # wrk
+    w = {k: float(v) for k, v in (kv.split("=") for kv in m.group(1).split())}
+    d.update(requests=w["requests"], duration_us=w["duration_us"], p50_us=w["p50_us"],
+             p99_us=w["p99_us"], max_us=w["max_us"], mean_us=w["mean_us"],
+             non2xx=w["status"], socket_errors=w["connect"] + w["read"] + w["write"] + w["timeout"])
+else:   # h2load
+    m = re.search(r"finished in ([0-9.]+)(us|ms|s),", text)
+    if m: d["duration_us"] = t(m.group(1) + m.group(2))
+    m = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout", text)
+    if m:
+        d.update(requests=float(m.group(4)), failed=float(m.group(5)), errored=float(m.group(6)),
+                 timeout=float(m.group(7)))
+    m = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", text)
+    if m: d["non2xx"] = sum(float(m.group(i)) for i in (2, 3, 4))
+    m = re.search(r"time for request:\s+(\S+)\s+(\S+)\s+(\S+)", text)
+    if m: d.update(max_us=t(m.group(2)), mean_us=t(m.group(3)))
+    if logf != "-":
+        durs = []
+        for line in open(logf):
+            f = line.split("\t")
+            if len(f) >= 3 and f[1] == "200":
+                durs.append(int(f[2]))
+        durs.sort()
+        if durs:
+            def pct(p):   # nearest rank
+                k = max(0, min(len(durs) - 1, int(-(-p * len(durs) // 100)) - 1))
+                return float(durs[k])
+            d.update(p50_us=pct(50), p99_us=pct(99), max_us=float(durs[-1]))
+cols = [rep, srv, scen, conns, streams] + ["%.0f" % d[k] if d[k] == d[k] else "nan" for k in
+        ("requests", "duration_us", "p50_us", "p99_us", "max_us", "mean_us", "failed", "errored",
+         "timeout", "non2xx", "socket_errors")] + [ticks, clk, tool, other, uticks]
+print("\t".join(cols))
+PY
+}
+
+declare -A TOOL_CMDS=()
+# measure rep server scenario
+RETRY=0
+measure() { # rep server scenario try; sets RETRY=1 when other processes disturbed the run
+    local rep=$1 srv=$2 scen=$3 try=$4 pid=$SRV_PID out logf=- c0 c1 u0 u1 w0 w1 b0 b1 t0 t1 other pids cmd conns streams
+    RETRY=0
+    mapfile -t pids < <(pids_of "$pid")
+    out=$RESULTS/$scen.$srv.rep$rep.txt
+    case $scen in
+    echo-h1)
+        conns=$ECHO_CONNS streams=1
+        cmd=(taskset -c "$WRK_CPU" wrk -t1 -c "$conns" -d "${DUR}s" -s "$tmp/stats.lua"
+            "http://127.0.0.1:$H1_PORT/echo") ;;
+    echo-h2c)
+        conns=$ECHO_CONNS streams=$H2_ECHO_STREAMS
+        cmd=(taskset -c "$WRK_CPU" h2load -c "$conns" -m "$streams" -D "$DUR"
+            "http://127.0.0.1:$H2_PORT/echo") ;;
+    test-h2c)
+        conns=$ECHO_CONNS streams=$H2_TEST_STREAMS
+        logf=$RESULTS/$scen.$srv.rep$rep.log
+        cmd=(taskset -c "$WRK_CPU" h2load -c "$conns" -m "$streams" -D "$DUR"
+            "--log-file=$logf" "http://127.0.0.1:$H2_PORT/test") ;;
+    esac
+    [[ -n ${TOOL_CMDS[$scen]:-} ]] || TOOL_CMDS[$scen]=$(printf '%s ' "${cmd[@]}" | sed "s#$tmp/##g; s#$RESULTS/#RESULTS/#g")
+    sleep 1
+    log "rep $rep $srv $scen$( ((try > 1)) && echo " (try $try)"): ${cmd[*]:3}"
+    child_cpu_us; w0=$CHILD_US
+    c0=$(cpu_ticks "${pids[@]}"); u0=$(user_ticks "${pids[@]}")
+    sys_busy; b0=$SYS_BUSY; t0=$(date +%s%N)
+    "${cmd[@]}" >"$out" 2>&1 || log "load tool exited non-zero ($srv $scen), see $out"
+    sys_busy; b1=$SYS_BUSY; t1=$(date +%s%N)
+    c1=$(cpu_ticks "${pids[@]}"); u1=$(user_ticks "${pids[@]}")
+    child_cpu_us; w1=$CHILD_US
+    kill -0 "$pid" 2>/dev/null || die "$srv died during $scen (see $out)"
+    # CPU used by anything but this server and the load tool, % of one CPU
+    other=$(( ((b1 - b0) - (c1 - c0) - (w1 - w0) * CLK_TCK / 1000000) * 100 * 1000000000 / CLK_TCK / (t1 - t0) ))
+    echo "# server=$srv pids=${pids[*]} cpu_ticks=$((c1 - c0)) user_ticks=$((u1 - u0)) clk_tck=$CLK_TCK tool_cpu_us=$((w1 - w0)) other_cpu_pct=$other try=$try" >>"$out"
+    if ((other > OTHER_MAX && try < TRIES)); then
+        log "other processes used $other % of a CPU during this run (> $OTHER_MAX): repeating it"
+        mv "$out" "$out.noisy$try"
+        [[ $logf != - ]] && rm -f "$logf"
+        RETRY=1
+        return 0
+    fi
+    parse_run "$rep" "$srv" "$scen" "$conns" "$streams" "$out" "$logf" "$((c1 - c0))" "$CLK_TCK" "$((w1 - w0))" "$other" "$((u1 - u0))" >>"$tsv"
+    # a server that stalled or broke under load fails the next plain request
+    case $scen in
+    echo-h1) get_ok "http://127.0.0.1:$H1_PORT/echo" OK || die "$srv: /echo wrong or silent after $scen" ;;
+    echo-h2c) get_ok "http://127.0.0.1:$H2_PORT/echo" OK --http2-prior-knowledge || die "$srv: h2c /echo wrong or silent after $scen" ;;
+    test-h2c) get_ok "http://127.0.0.1:$H2_PORT/test" ok --http2-prior-knowledge || die "$srv: h2c /test wrong or silent after $scen" ;;
+    esac
+    [[ $logf != - ]] && { gzip -f "$logf" || true; }   # per-request logs are large
+    return 0
+}
+
+servers_for() { # scenario -> servers
+    case $1 in
+    echo-h1) echo "slowsrv-h2o slowsrv nginx h2o" ;;
+    echo-h2c) echo "slowsrv-h2o nginx h2o" ;;
+    test-h2c) echo "slowsrv-h2o nginx" ;;
+    *) die "unknown scenario $1" ;;
+    esac
+}
+
+# ---------------------------------------------------------------- preflight
+log "results: $RESULTS"
+for srv in slowsrv-h2o slowsrv nginx h2o; do
+    start_server "$srv" pre
+    get_ok "http://127.0.0.1:$H1_PORT/echo" OK || die "$srv: HTTP/1.1 /echo did not answer OK"
+    msg="HTTP/1.1 /echo OK"
+    if [[ -n $H2_PORT ]]; then
+        v=$(curl -s --max-time 5 --http2-prior-knowledge -o /dev/null -w '%{http_version}' "http://127.0.0.1:$H2_PORT/echo") || true
+        [[ $v == 2 ]] || die "$srv: h2c (prior knowledge) /echo answered over HTTP/$v"
+        get_ok "http://127.0.0.1:$H2_PORT/echo" OK --http2-prior-knowledge || die "$srv: h2c /echo did not answer OK"
+        msg+=", h2c /echo OK"
+    fi
+    if [[ $srv != h2o ]]; then
+        opt=(); port=$H1_PORT
+        [[ -n $H2_PORT ]] && { opt=(--http2-prior-knowledge); port=$H2_PORT; }
+        t0=$(date +%s%N)
+        get_ok "http://127.0.0.1:$port/test" ok "${opt[@]}" || die "$srv: /test did not answer ok"
+        ms=$((($(date +%s%N) - t0) / 1000000))
+        ((ms >= DELAY_S * 1000 - 5 && ms < DELAY_S * 1000 + 500)) || die "$srv: /test took ${ms} ms"
+        msg+=", /test ok in $ms ms${opt:+ (h2c)}"
+    fi
+    log "preflight $srv: $msg"
+    stop_pid "$SRV_PID" "$srv"
+done
+
+# ---------------------------------------------------------------- runs
+for ((rep = 1; rep <= REPS; rep++)); do
+    for scen in $SCENARIOS; do
+        read -ra srvs <<<"$(servers_for "$scen")"
+        # rotate the order so no server always goes first
+        k=$(((rep - 1) % ${#srvs[@]}))
+        for srv in "${srvs[@]:k}" "${srvs[@]:0:k}"; do
+            for ((try = 1; ; try++)); do
+                wait_quiet
+                start_server "$srv" "$rep.$scen.$try"
+                measure "$rep" "$srv" "$scen" "$try"
+                stop_pid "$SRV_PID" "$srv"
+                sleep 1
+                ((RETRY)) || break
+            done
+        done
+    done
+done
+
+# ---------------------------------------------------------------- summary
+nginx_v=$("$NGINX" -v 2>&1)
+h2o_v=$("$H2O" --version 2>&1 | head -1)
+h2o_pkg=$(dpkg-query -W -f '${Version}' h2o 2>/dev/null || echo "?")
+wrk_v=$( (wrk --version 2>&1 || true) | head -1 | sed 's/ *Copyright.*//')
+h2load_v=$(h2load --version 2>&1 | head -1)
+git_rev=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git_dirty=$(git -C "$root" status --porcelain -- servers common CMakeLists.txt 2>/dev/null | wc -l)
+{
+    echo "## OK echo over HTTP/1.1 and h2c, /test (${DELAY_S} s) at 10 000 h2c streams"
+    echo
+    echo "- command: \`$cmdline\` (in $root)"
+    echo "- date: $(date -Is)"
+    echo "- host: nproc=$ncpu, $(uname -srm), fd limit $(ulimit -n); load average before the summary: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "- versions: $nginx_v; $h2o_v (Debian h2o $h2o_pkg); $wrk_v; $h2load_v; slowsrv git $git_rev$( ((git_dirty)) && echo " + $git_dirty uncommitted source change(s)"), binaries built $(date -r "$SLOWSRV_H2O" -Is)"
+    for s in slowsrv-h2o slowsrv nginx h2o; do
+        [[ -n ${SRV_CMD[$s]:-} ]] && echo "- $s: \`${SRV_CMD[$s]}\`${BANNER[$s]:+ — ${BANNER[$s]}}"
+    done
+    echo "- nginx: 1 worker + master, \`return 200 \"OK\"\` on /echo, echo module \`echo_sleep $DELAY_S; echo -n ok\` on /test, one HTTP/1.1 port and one \`listen … http2\` (h2c) port, backlog $BACKLOG, keepalive_requests unlimited, access_log off (config: nginx.conf here)"
+    echo "- h2o: num-threads 1, file.dir with a static file \`echo\` = \`OK\` (2 bytes), no access log (config: h2o.yaml here); its CPU includes its helper child process"
+    echo "- servers on CPU $SERVER_CPU, load tools on CPU $WRK_CPU; fresh server per run; $REPS repetitions, medians"
+    for s in $SCENARIOS; do [[ -n ${TOOL_CMDS[$s]:-} ]] && echo "- $s: \`${TOOL_CMDS[$s]% }\`"; done
+    echo "- raw outputs: $RESULTS"
+    echo
+    python3 - "$tsv" <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+servers = ["slowsrv-h2o", "slowsrv", "nginx", "h2o"]
+def med(srv, scen, f):
+    v = [f(r) for r in rows if r["server"] == srv and r["scenario"] == scen]
+    v = [x for x in v if x == x]
+    return statistics.median(v) if v else float("nan")
+def num(r, k):
+    try: return float(r[k])
+    except ValueError: return float("nan")
+def rps(r): return num(r, "requests") / (num(r, "duration_us") / 1e6) if num(r, "duration_us") else 0.0
+def cpu_us(r):
+    n = num(r, "requests")
+    return num(r, "cpu_ticks") / num(r, "clk_tck") * 1e6 / n if n else float("nan")
+def busy(r): return num(r, "cpu_ticks") / num(r, "clk_tck") / (num(r, "duration_us") / 1e6) * 100
+def tool_us(r):
+    n = num(r, "requests")
+    return num(r, "tool_cpu_us") / n if n else float("nan")
+def user_us(r):
+    n = num(r, "requests")
+    return num(r, "user_ticks") / num(r, "clk_tck") * 1e6 / n if n else float("nan")
+def sys_us(r): return cpu_us(r) - user_us(r)
+def bad(r): return sum(num(r, k) for k in ("failed", "errored", "timeout", "non2xx", "socket_errors"))
+def fmt(x, nd=0):
+    if x != x: return "—"
+    return f"{x:,.{nd}f}"
+def ratio(a, b):
+    return "—" if (a != a or b != b or b == 0) else f"{a / b:.2f}"
+print("| figure | slowsrv-h2o | slowsrv | nginx | h2o (static) | slowsrv-h2o/nginx | slowsrv-h2o/h2o | target | result |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
+def row(name, scen, f, nd=0, target="", check=None, ratios=True):
+    v = {s: med(s, scen, f) for s in servers}
+    res = ""
+    if check:
+        ok = check(v)
+        res = "n/a" if ok is None else ("PASS" if ok else "FAIL")
+    print(f"| {name} | " + " | ".join(fmt(v[s], nd) for s in servers) +
+          (f" | {ratio(v['slowsrv-h2o'], v['nginx'])} | {ratio(v['slowsrv-h2o'], v['h2o'])}" if ratios else " |  | ") +
+          f" | {target} | {res} |")
+def le(a, b, k=1.0):
+    return None if (a != a or b != b) else a <= k * b
+scens = {r["scenario"] for r in rows}
+if "echo-h1" in scens:
+    p = "/echo HTTP/1.1 (wrk c=100):"
+    row(f"{p} requests/s", "echo-h1", rps)
+    row(f"{p} server CPU µs/request", "echo-h1", cpu_us, 2, "slowsrv-h2o ≤ 0.8× nginx",
+        lambda v: le(v["slowsrv-h2o"], v["nginx"], 0.8))
+    row(f"{p} … of which user space µs/request", "echo-h1", user_us, 2)
+    row(f"{p} … of which kernel µs/request", "echo-h1", sys_us, 2)
+    row(f"{p} server CPU busy %", "echo-h1", busy)
+    row(f"{p} wrk CPU µs/request", "echo-h1", tool_us, 2)
+    row(f"{p} errors + non-2xx", "echo-h1", bad, ratios=False)
+    row(f"{p} other processes' CPU %", "echo-h1", lambda r: num(r, "other_cpu_pct"), ratios=False)
+if "echo-h2c" in scens:
+    p = "/echo h2c (h2load c=100 m=10):"
+    row(f"{p} requests/s", "echo-h2c", rps)
+    row(f"{p} server CPU µs/request", "echo-h2c", cpu_us, 2, "slowsrv-h2o ≤ h2o static",
+        lambda v: le(v["slowsrv-h2o"], v["h2o"]))
+    row(f"{p} … of which user space µs/request", "echo-h2c", user_us, 2)
+    row(f"{p} … of which kernel µs/request", "echo-h2c", sys_us, 2)
+    row(f"{p} server CPU busy %", "echo-h2c", busy)
+    row(f"{p} h2load CPU µs/request", "echo-h2c", tool_us, 2)
+    row(f"{p} failed + errored + timeout + non-2xx", "echo-h2c", bad, ratios=False)
+    row(f"{p} other processes' CPU %", "echo-h2c", lambda r: num(r, "other_cpu_pct"), ratios=False)
+if "test-h2c" in scens:
+    p = "/test 1 s h2c (h2load c=100 m=100, 10 000 streams):"
+    row(f"{p} requests/s", "test-h2c", rps)
+    row(f"{p} p50 ms", "test-h2c", lambda r: num(r, "p50_us") / 1e3, 1)
+    row(f"{p} p99 ms", "test-h2c", lambda r: num(r, "p99_us") / 1e3, 1, "slowsrv-h2o ≤ 1010",
+        lambda v: le(v["slowsrv-h2o"], 1010))
+    row(f"{p} max ms", "test-h2c", lambda r: num(r, "max_us") / 1e3, 1)
+    row(f"{p} server CPU µs/request", "test-h2c", cpu_us, 1)
+    row(f"{p} h2load CPU µs/request", "test-h2c", tool_us, 1)
+    row(f"{p} failed + errored + timeout + non-2xx", "test-h2c", bad, ratios=False)
+    row(f"{p} other processes' CPU %", "test-h2c", lambda r: num(r, "other_cpu_pct"), ratios=False)
+print()
+print("— = not measured (slowsrv: HTTP/1.1 only; h2o: static /echo only). Medians of the "
+      "repetitions, each figure separately. Requests/s: requests completed ÷ run time "
+      "(h2load: \"succeeded\" ÷ \"finished in\"; requests still waiting when -D ends are not "
+      "counted, so a perfect 1 s server scores about (d−1)/d × 10 000/s). CPU: utime+stime of "
+      "the server process(es) over the run ÷ requests completed (tick 10 ms); it is the figure "
+      "to compare when the load tool, not the server, saturates; user space / kernel = utime / "
+      "stime; busy % = that time ÷ run time "
+      "(100 % = the server's core is saturated); load-tool CPU = user+sys of wrk/h2load (bash "
+      "`times`) ÷ requests. Loopback TCP work done in softirq is charged to whichever process "
+      "is running. Other processes' CPU: all CPUs' busy time (/proc/stat, incl. softirq) minus "
+      "server and load tool, % of one CPU; runs above OTHER_MAX were repeated (*.noisyN). /test percentiles: nearest "
+      "rank over the per-request times of h2load --log-file (status 200 only).")
+PY
+} >"$RESULTS/summary.md"
+cat "$RESULTS/summary.md"
+log "raw outputs and summary: $RESULTS"
