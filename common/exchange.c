@@ -217,12 +217,14 @@ void exchange_end(struct exchange *x, struct timer_heap *h)
     }
     if (x->pool)
         pool_leave(x->pool, &x->pe);
+    /* The line is written before the request stops counting as in flight, so that whoever
+     * sees in_flight reach 0 finds every line written. */
+    if (x->record)
+        log_request(x);
     /* A request reset by --overflow reset was refused, not abandoned by its client. */
     if (!x->answered && x->plan.action != PLAN_RESET)
         stats_cancel(x->shard, x->plan.stats_id);
     stats_request_end(x->shard, x->plan.stats_id, x->answered);
     free(x->upload);
     x->upload = NULL;
-    if (x->record)
-        log_request(x);
 }
