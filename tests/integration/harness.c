@@ -109,7 +109,20 @@ int server_start_activated(struct server *s, const char *bin, const char *const 
     int out_fd;
     unsigned port = free_port();
     snprintf(addr, sizeof addr, "127.0.0.1:%u", port);
-    const char *pre[] = {"-l", addr, bin, NULL};
+    /* The activator hands the server only the variables it is told to: keep the sanitizers'. */
+    const char *pre[16];
+    size_t k = 0;
+    pre[k++] = "-l";
+    pre[k++] = addr;
+    static const char *const keep[] = {"ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS"};
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
+        if (getenv(keep[i])) {
+            pre[k++] = "-E";
+            pre[k++] = keep[i];
+        }
+    }
+    pre[k++] = bin;
+    pre[k] = NULL;
 
     memset(s, 0, sizeof *s);
     s->pid = spawn("/usr/bin/systemd-socket-activate", pre, args, NULL, &out_fd, &s->err_fd);
