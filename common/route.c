@@ -363,6 +363,14 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
     out->route = NULL;
     out->stats_id = ROUTE_STATS_OTHER(t);
     out->allow = NULL;
+    if (rq->target_len > ROUTE_TARGET_MAX) {
+        plan_error(out, 414, "request target over 8192 bytes");
+        return;
+    }
+    if (rq->header_bytes > ROUTE_HEADERS_MAX) {
+        plan_error(out, 431, "request headers over 8192 bytes");
+        return;
+    }
 
     const struct route *r = NULL;
     for (size_t i = 0; i < t->count; i++) {

@@ -26,6 +26,10 @@
 #include "stats.h"
 
 #define ROUTE_MAX 64
+/* Longest request target and header block accepted; beyond them 414 and 431. slowsrv's
+ * libmicrohttpd enforces about the same with its 8 KiB per-connection pool. */
+#define ROUTE_TARGET_MAX 8192
+#define ROUTE_HEADERS_MAX 8192
 #define ROUTE_TIMING_LEN 48
 
 enum route_kind {
@@ -119,6 +123,7 @@ struct route_request {
     void *ctx;
     const struct sockaddr *peer; /* the client's address, for the access log; may be NULL */
     const char *raw_target;      /* the target as received, for the access log; NULL: `target` */
+    size_t header_bytes;         /* size of the header block; 0 where the engine limits it */
 };
 
 /* Fills *t with the built-in routes (GET /test, POST /write, any method / and /echo,
@@ -135,8 +140,9 @@ void route_table_cleanup(struct route_table *t);
 /* Number of stats ids the table needs: one per route plus ROUTE_STATS_OTHER. */
 size_t route_stats_count(const struct route_table *t);
 
-/* Plans the answer to rq. Always fills *out: an unknown path gives 404, a wrong method 405, an
- * override out of range 400, each with a JSON error body. Thread-safe. */
+/* Plans the answer to rq. Always fills *out: a target over ROUTE_TARGET_MAX gives 414, headers
+ * over ROUTE_HEADERS_MAX 431, an unknown path 404, a wrong method 405, an override out of
+ * range 400, each with a JSON error body. Thread-safe. */
 void route_plan(struct route_table *t, const struct route_request *rq, struct plan *out);
 
 /* Finds query parameter `name` in query[0..len) (the part after '?') and writes its

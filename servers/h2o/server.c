@@ -304,6 +304,16 @@ static void take_inbox(struct h2o_loop *loop)
     }
 }
 
+/* libh2o 2.2.5 takes much larger header blocks than libmicrohttpd; the core holds both engines
+ * to the same limits. */
+static size_t header_bytes(const h2o_req_t *req)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < req->headers.size; i++)
+        n += req->headers.entries[i].name->len + req->headers.entries[i].value.len + 4;
+    return n;
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     struct h2o_loop *loop =
@@ -319,10 +329,13 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     r->loop = loop;
     struct sockaddr_storage peer;
     socklen_t plen = req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&peer);
-    struct route_request in = {method,        req->path.base,
-                               req->path.len, on_lookup,
-                               req,           plen ? (struct sockaddr *)&peer : NULL,
-                               NULL};
+    struct route_request in = {.method = method,
+                               .target = req->path.base,
+                               .target_len = req->path.len,
+                               .lookup = on_lookup,
+                               .ctx = req,
+                               .peer = plen ? (struct sockaddr *)&peer : NULL,
+                               .header_bytes = header_bytes(req)};
     exchange_begin(&r->x, &loop->srv->svc.routes, loop->shard, &in);
     loop->active++;
     if (r->x.plan.action != PLAN_UPLOAD && req->entity.base)

@@ -373,8 +373,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         rq->started = 1;
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-        struct route_request in = {
-            method, url, strlen(url), on_lookup, conn, ci ? ci->client_addr : NULL, rq->raw_uri};
+        struct route_request in = {.method = method,
+                                   .target = url,
+                                   .target_len = strlen(url),
+                                   .lookup = on_lookup,
+                                   .ctx = conn,
+                                   .peer = ci ? ci->client_addr : NULL,
+                                   .raw_target = rq->raw_uri};
         exchange_begin(&rq->x, &loop->srv->svc.routes, loop->shard, &in);
         atomic_fetch_add_explicit(&loop->active, 1, memory_order_relaxed);
         *req_cls = rq;

@@ -1464,14 +1464,13 @@ static void hostile_oversized_and_garbage(void)
     memset(req + n, 'a', 20000);
     snprintf(req + n + 20000, sizeof req - (size_t)n - 20000, " HTTP/1.1\r\nHost: x\r\n\r\n");
     raw_exchange(s.port, req, strlen(req), out, sizeof out);
-    /* libmicrohttpd holds request line and headers in its 8 KiB connection pool; libh2o 2.2.5
-     * has no such limit. */
-    CHECK(strncmp(out, is_h2o ? "HTTP/1.1 200 OK" : "HTTP/1.1 414 URI Too Long", 15) == 0);
+    /* slowsrv: libmicrohttpd's 8 KiB connection pool answers; slowsrv-h2o: the core's limit. */
+    CHECK(strncmp(out, "HTTP/1.1 414", 12) == 0);
     n = snprintf(req, sizeof req, "GET /echo HTTP/1.1\r\nHost: x\r\nX-Big: ");
     memset(req + n, 'b', 100000);
     snprintf(req + n + 100000, sizeof req - (size_t)n - 100000, "\r\n\r\n");
     raw_exchange(s.port, req, strlen(req), out, sizeof out);
-    CHECK(strncmp(out, is_h2o ? "HTTP/1.1 200 OK" : "HTTP/1.1 431 Request Header Fields", 15) == 0);
+    CHECK(strncmp(out, "HTTP/1.1 431", 12) == 0);
     static const char tls_hello[] = "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage\r\n\r\n";
     raw_exchange(s.port, tls_hello, sizeof tls_hello - 1, out, sizeof out);
     CHECK(out[0] == '\0' || strncmp(out, "HTTP/1.1 400", 12) == 0);

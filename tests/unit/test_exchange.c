@@ -21,7 +21,7 @@ static void setup(struct fixture *f, size_t heap_max)
 
 static void begin(struct exchange *x, struct fixture *f, const char *method, const char *target)
 {
-    struct route_request rq = {method, target, strlen(target), NULL, NULL, NULL, NULL};
+    struct route_request rq = {.method = method, .target = target, .target_len = strlen(target)};
     exchange_begin(x, &f->t, stats_shard(f->st, 0), &rq);
 }
 

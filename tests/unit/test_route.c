@@ -27,8 +27,11 @@ static long lookup(void *ctx, enum route_input kind, const char *name, char *buf
 
 static void plan(struct route_table *t, const char *method, const char *target, struct plan *p)
 {
-    struct route_request rq = {method, target, strlen(target), lookup, (void *)(uintptr_t)target,
-                               NULL,   NULL};
+    struct route_request rq = {.method = method,
+                               .target = target,
+                               .target_len = strlen(target),
+                               .lookup = lookup,
+                               .ctx = (void *)(uintptr_t)target};
     route_plan(t, &rq, p);
 }
 
@@ -346,8 +349,34 @@ static void route_error_bodies_stay_valid_json_whatever_the_input(void)
     route_table_cleanup(&t);
 }
 
+static void route_refuses_oversized_targets_and_headers(void)
+{
+    struct route_table t;
+    struct plan p;
+    static char target[ROUTE_TARGET_MAX + 2];
+    route_table_init(&t, &config_defaults);
+    memset(target, 'a', sizeof target - 1);
+    target[0] = '/';
+    struct route_request rq = {.method = "GET", .target = target, .target_len = ROUTE_TARGET_MAX};
+    route_plan(&t, &rq, &p);
+    CHECK_INT(p.status, 404);
+    rq.target_len = ROUTE_TARGET_MAX + 1;
+    route_plan(&t, &rq, &p);
+    CHECK_INT(p.status, 414);
+    CHECK_STR(p.body, "{\"error\": \"request target over 8192 bytes\", \"status\": 414}");
+    struct route_request big = {
+        .method = "GET", .target = "/echo", .target_len = 5, .header_bytes = ROUTE_HEADERS_MAX + 1};
+    route_plan(&t, &big, &p);
+    CHECK_INT(p.status, 431);
+    big.header_bytes = ROUTE_HEADERS_MAX;
+    route_plan(&t, &big, &p);
+    CHECK_INT(p.status, 200);
+    route_table_cleanup(&t);
+}
+
 int main(void)
 {
+    route_refuses_oversized_targets_and_headers();
     route_error_bodies_stay_valid_json_whatever_the_input();
     route_overrides_change_delay_status_and_size();
     route_overrides_out_of_range_get_400_naming_the_parameter();

@@ -13,7 +13,7 @@ static void service_reports_what_its_exchanges_did(void)
     cfg.workers = 5;
     delay_spec_fixed(&cfg.delay, 0);
     CHECK_INT(service_init(&svc, &cfg, 2, NULL), 0);
-    struct route_request rq = {"GET", "/test", 5, NULL, NULL, NULL, NULL};
+    struct route_request rq = {.method = "GET", .target = "/test", .target_len = 5};
     exchange_begin(&x, &svc.routes, service_shard(&svc, 1), &rq);
     CHECK_INT(exchange_admit(&x, NULL), EXCHANGE_GO);
     exchange_answer(&x);
