@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <h2o.h>
@@ -70,6 +71,7 @@ struct h2o_server {
     h2o_globalconf_t globalconf;
     SSL_CTX *ssl_ctx;
     atomic_int stopping;
+    atomic_size_t ready; /* loops whose context and sockets are set up */
 };
 
 static void arm_timer(struct h2o_loop *loop)
@@ -482,6 +484,7 @@ static void *loop_main(void *arg)
         h2o_evloop_socket_create(loop->evloop, loop->wake_fd, H2O_SOCKET_FLAG_DONT_READ);
     loop->wake_sock->data = loop;
     h2o_socket_read_start(loop->wake_sock, on_wake);
+    atomic_fetch_add(&srv->ready, 1);
 
     run_until(loop, drained);
     /* Parked requests of every loop are woken to be answered 503; harmless if another loop
@@ -572,6 +575,7 @@ int h2o_server_start(struct h2o_server **out, const struct config *cfg, const st
     srv->log = lg;
     srv->nloops = cfg->threads < 1024 ? cfg->threads : 1024;
     atomic_init(&srv->stopping, 0);
+    atomic_init(&srv->ready, 0);
     if (service_init(&srv->svc, cfg, srv->nloops, access) != 0) {
         snprintf(err, NET_ERR_LEN, "out of memory");
         free(srv);
@@ -624,6 +628,17 @@ int h2o_server_start(struct h2o_server **out, const struct config *cfg, const st
             snprintf(err, NET_ERR_LEN, "pthread_create: %s", strerror(-rc));
         else
             srv->loops[i].thread_started = 1;
+    }
+    /* The loops make their contexts in their own threads; "listening" (and READY=1) is only
+     * said once every one of them serves. */
+    uint64_t deadline = timer_now_us() + 10 * 1000000;
+    while (rc == 0 && atomic_load(&srv->ready) < srv->nloops && timer_now_us() < deadline) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (rc == 0 && atomic_load(&srv->ready) < srv->nloops) {
+        snprintf(err, NET_ERR_LEN, "event loops did not start within 10 s");
+        rc = -ETIMEDOUT;
     }
     if (rc != 0) {
         h2o_server_stop(srv);
