@@ -540,9 +540,14 @@ static void run_once(struct mhd_loop *loop, int wait_ms)
         MHD_run(d);
         return;
     }
-    if (FD_ISSET(loop->wake_fd, &rs) && read(loop->wake_fd, &v, sizeof v) < 0)
+    int woken = FD_ISSET(loop->wake_fd, &rs);
+    if (woken && read(loop->wake_fd, &v, sizeof v) < 0)
         LOG(loop->srv->log, LOG_LEVEL_DEBUG, "wake read: %s", strerror(errno));
     MHD_run_from_select(d, &rs, &ws, &es);
+    /* A wake-up means a connection was resumed from another thread; MHD_run_from_select only
+     * handles the sockets select() reported, MHD_run also picks up resumed connections. */
+    if (woken)
+        MHD_run(d);
 }
 
 static void *loop_main(void *arg)
