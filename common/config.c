@@ -444,6 +444,28 @@ static int is_token(const char *s)
     return 1;
 }
 
+int config_fault_parse(const char *s, enum config_fault *out)
+{
+    static const char *const names[] = {"none", "close", "reset", "truncate"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(s, names[i]) == 0) {
+            *out = (enum config_fault)i;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+/* A count of a route's "workers" or "queue": a whole number from lo to 10 000 000. */
+static int route_count(const cJSON *it, unsigned lo, unsigned *out)
+{
+    if (!cJSON_IsNumber(it) || it->valuedouble < lo || it->valuedouble > 10000000 ||
+        it->valuedouble != (double)(long)it->valuedouble)
+        return -EINVAL;
+    *out = (unsigned)it->valuedouble;
+    return 0;
+}
+
 /* Fills r from one element of "routes". `why` gets "<key>: <reason>" on failure. */
 static int parse_route(const cJSON *o, struct config_route *r, char *why, size_t whylen)
 {
@@ -496,6 +518,29 @@ static int parse_route(const cJSON *o, struct config_route *r, char *why, size_t
                 return -EINVAL;
             }
             r->has_delay = 1;
+        } else if (strcmp(k, "drip") == 0) {
+            char derr[256];
+            if (!cJSON_IsString(it) ||
+                delay_drip_parse(&r->drip, it->valuestring, derr, sizeof derr) != 0) {
+                snprintf(why, whylen, "drip: %s",
+                         cJSON_IsString(it) ? derr : "must be a string such as \"10,2s\"");
+                return -EINVAL;
+            }
+        } else if (strcmp(k, "fault") == 0) {
+            if (!cJSON_IsString(it) || config_fault_parse(it->valuestring, &r->fault) != 0) {
+                snprintf(why, whylen, "fault: must be \"close\", \"reset\" or \"truncate\"");
+                return -EINVAL;
+            }
+        } else if (strcmp(k, "workers") == 0) {
+            if (route_count(it, 1, &r->workers) != 0) {
+                snprintf(why, whylen, "workers: must be a whole number from 1 to 10000000");
+                return -EINVAL;
+            }
+        } else if (strcmp(k, "queue") == 0) {
+            if (route_count(it, 0, &r->queue) != 0) {
+                snprintf(why, whylen, "queue: must be a whole number from 0 to 10000000");
+                return -EINVAL;
+            }
         } else if (strcmp(k, "headers") == 0) {
             if (!cJSON_IsObject(it)) {
                 snprintf(why, whylen, "headers: must be an object of header names and values");
@@ -523,13 +568,30 @@ static int parse_route(const cJSON *o, struct config_route *r, char *why, size_t
                 r->nheaders++;
             }
         } else {
-            snprintf(why, whylen, "%s: unknown key (path, method, status, body, headers, delay)",
+            snprintf(why, whylen,
+                     "%s: unknown key (path, method, status, body, headers, delay, drip, fault, "
+                     "workers, queue)",
                      k);
             return -EINVAL;
         }
     }
     if (!r->path) {
         snprintf(why, whylen, "path: missing");
+        return -EINVAL;
+    }
+    if (r->queue && !r->workers) {
+        snprintf(why, whylen,
+                 "queue: needs \"workers\" (the queue is for requests waiting on a "
+                 "worker)");
+        return -EINVAL;
+    }
+    if (r->drip.chunks > r->body_len) {
+        snprintf(why, whylen, "drip: %u chunks need a body of at least %u bytes (this one has %zu)",
+                 r->drip.chunks, r->drip.chunks, r->body_len);
+        return -EINVAL;
+    }
+    if (r->fault == CONFIG_FAULT_TRUNCATE && r->body_len == 0) {
+        snprintf(why, whylen, "fault: truncate needs a body to cut");
         return -EINVAL;
     }
     return 0;
@@ -695,6 +757,15 @@ static int validate(struct config *cfg, enum config_engine engine, const unsigne
     for (size_t i = 0; i < cfg->nroutes; i++) {
         const struct config_route *r = &cfg->routes[i];
         uint64_t max = r->has_delay ? delay_spec_max_us(&r->delay) : 0;
+        if (r->drip.over_us > cfg->max_delay_us) {
+            char a[32], b[32];
+            delay_format_ms(r->drip.over_us, a, sizeof a);
+            delay_format_ms(cfg->max_delay_us, b, sizeof b);
+            snprintf(err, errlen,
+                     "%s: routes[%zu].drip: %s ms is over --max-delay %s ms; raise --max-delay",
+                     cfg->config_file, i, a, b);
+            return -EINVAL;
+        }
         if (max != UINT64_MAX && max > cfg->max_delay_us) {
             char a[32], b[32];
             delay_format_ms(max, a, sizeof a);
@@ -705,12 +776,6 @@ static int validate(struct config *cfg, enum config_engine engine, const unsigne
                      cfg->config_file, i, a, b);
             return -EINVAL;
         }
-    }
-    if (engine == CONFIG_ENGINE_H2O && cfg->overflow == CONFIG_OVERFLOW_RESET) {
-        snprintf(err, errlen,
-                 "overflow: slowsrv-h2o cannot reset a connection from a request "
-                 "(libh2o 2.2.5); use 503, or slowsrv");
-        return -EINVAL;
     }
     if (cfg->queue && !cfg->workers) {
         snprintf(err, errlen,

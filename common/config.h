@@ -34,6 +34,17 @@ enum config_overflow {
 #define CONFIG_ROUTE_BODY_MAX (64 * 1024)
 #define CONFIG_ROUTES_MAX 48
 
+/* A fault injected instead of an answer, after the delay (?fault=, a route's "fault"). */
+enum config_fault {
+    CONFIG_FAULT_NONE = 0,
+    CONFIG_FAULT_CLOSE,    /* close the connection without answering */
+    CONFIG_FAULT_RESET,    /* reset the connection (TCP RST) without answering */
+    CONFIG_FAULT_TRUNCATE, /* send the headers and half the body, then close */
+};
+
+/* Parses a fault name ("close", "reset", "truncate"; "none" for none). Returns 0 or -EINVAL. */
+int config_fault_parse(const char *s, enum config_fault *out);
+
 struct config_header {
     char *name;
     char *value;
@@ -49,6 +60,10 @@ struct config_route {
     size_t body_len;
     int has_delay;
     struct delay_spec delay;
+    struct delay_drip drip;  /* chunks 0: the body at once */
+    enum config_fault fault; /* instead of the answer */
+    unsigned workers;        /* this route's own worker pool; 0: the global --workers */
+    unsigned queue;          /* its queue, with workers */
     size_t nheaders;
     struct config_header headers[CONFIG_ROUTE_HEADERS];
 };

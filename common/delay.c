@@ -1,5 +1,6 @@
 #include "delay.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -88,6 +89,31 @@ static int parse_part(const char *s, size_t len, uint64_t *us, char *err, size_t
 {
     int rc = parse_duration_n(s, len, us);
     return rc ? duration_err(rc, s, len, err, errlen) : 0;
+}
+
+int delay_drip_parse(struct delay_drip *out, const char *s, char *err, size_t errlen)
+{
+    const char *comma = strchr(s, ',');
+    size_t nlen = comma ? (size_t)(comma - s) : strlen(s);
+    unsigned long n = 0;
+    size_t i;
+    for (i = 0; i < nlen && isdigit((unsigned char)s[i]) && n <= DELAY_DRIP_CHUNKS_MAX; i++)
+        n = n * 10 + (unsigned long)(s[i] - '0');
+    if (nlen == 0 || i < nlen || n < 1 || n > DELAY_DRIP_CHUNKS_MAX) {
+        snprintf(err, errlen,
+                 "bad drip '%.40s' (want CHUNKS,DURATION with 1 to %d chunks, e.g. 10,2s)", s,
+                 DELAY_DRIP_CHUNKS_MAX);
+        return -EINVAL;
+    }
+    uint64_t us = 0;
+    if (comma) {
+        int rc = parse_duration_n(comma + 1, strlen(comma + 1), &us);
+        if (rc)
+            return duration_err(rc, comma + 1, strlen(comma + 1), err, errlen);
+    }
+    out->chunks = (unsigned)n;
+    out->over_us = us;
+    return 0;
 }
 
 static int parse_double(const char *s, size_t len, double *out)

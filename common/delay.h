@@ -76,6 +76,19 @@ uint64_t delay_spec_draw(const struct delay_spec *spec, uint64_t seed, uint64_t 
  * length written (always NUL-terminated; len >= 24 is always enough). */
 size_t delay_format_ms(uint64_t us, char *buf, size_t len);
 
+/* A slow body: sent in `chunks` pieces spread over `over_us` (?drip=, a route's "drip"). */
+struct delay_drip {
+    unsigned chunks; /* 0: no drip */
+    uint64_t over_us;
+};
+
+/* Most chunks a drip may have. */
+#define DELAY_DRIP_CHUNKS_MAX 100000
+
+/* Parses "N,DURATION" (N chunks over DURATION, e.g. "10,2s"; a bare "N" is N chunks over 0 s)
+ * into *out. Returns 0, or -EINVAL/-ERANGE with a one-phrase reason in err (errlen bytes). */
+int delay_drip_parse(struct delay_drip *out, const char *s, char *err, size_t errlen);
+
 /* Returns a uniform 64-bit value that depends only on (seed, stream, index): the counter-based
  * generator behind every random decision of the core. */
 uint64_t delay_random(uint64_t seed, uint64_t stream, uint64_t index);

@@ -18,7 +18,10 @@ void exchange_begin(struct exchange *x, struct route_table *t, struct stats_shar
     x->upload = NULL;
     x->decided_at = 0;
     x->pe.state = POOL_OUT;
+    x->refused = 0;
     x->begun_us = timer_now_us();
+    x->due_us = 0;
+    x->sent_us = 0;
     route_plan(t, rq, &x->plan);
     /* /healthz, /stats and /metrics are neither counted nor logged. */
     x->access = x->plan.stats_id != STATS_UNCOUNTED ? t->access : NULL;
@@ -34,7 +37,10 @@ void exchange_begin(struct exchange *x, struct route_table *t, struct stats_shar
         snprintf(x->record->method, sizeof x->record->method, "%s", rq->method);
         net_format_peer(rq->peer, x->record->client, sizeof x->record->client);
     }
-    x->pool = t->pool && x->plan.route && x->plan.stats_id != STATS_UNCOUNTED ? t->pool : NULL;
+    /* A route's own pool, else the global one; /healthz, /stats, 404 and 405 take no worker. */
+    x->pool = NULL;
+    if (x->plan.route && x->plan.stats_id != STATS_UNCOUNTED)
+        x->pool = x->plan.route->pool ? x->plan.route->pool : t->pool;
     x->overflow_reset = t->overflow_reset;
     stats_request_begin(sh, x->plan.stats_id);
 }
@@ -55,6 +61,8 @@ static void take_answer(struct exchange *x)
     x->plan.body = ans.body;
     x->plan.body_len = ans.body_len;
     x->plan.cacheable = 0;
+    x->plan.drip = (struct delay_drip){0, 0};
+    x->plan.truncate = 0;
 }
 
 int exchange_upload_begin(struct exchange *x, const char *content_type, int64_t content_length,
@@ -111,25 +119,20 @@ int exchange_admit(struct exchange *x, void (*admit)(struct pool_entry *e))
     case POOL_OUT:
         break;
     }
+    x->refused = 1;
     if (x->overflow_reset) {
         x->plan.action = PLAN_RESET;
         x->plan.status = 0;
+        x->plan.delay_us = 0;
+        x->plan.timing = NULL;
+        x->plan.cacheable = 0;
     } else {
         char msg[128];
         struct pool_counts pc;
         pool_counts_get(x->pool, &pc);
         snprintf(msg, sizeof msg, "all %u workers are busy and the queue is full", pc.workers);
-        x->plan.action = PLAN_RESPOND;
-        x->plan.status = 503;
-        x->plan.content_type = "application/json";
-        x->plan.body_len = route_error_json(x->plan.text, sizeof x->plan.text, 503, msg);
-        x->plan.body = x->plan.text;
-        x->plan.headers = NULL;
-        x->plan.nheaders = 0;
+        route_plan_error(&x->plan, 503, msg);
     }
-    x->plan.delay_us = 0;
-    x->plan.timing = NULL;
-    x->plan.cacheable = 0;
     return EXCHANGE_REFUSED;
 }
 
@@ -141,6 +144,7 @@ struct exchange *exchange_of_entry(struct pool_entry *e)
 int exchange_wait(struct exchange *x, struct timer_heap *h, uint64_t now_us)
 {
     x->timer.due_us = now_us + x->plan.delay_us;
+    x->due_us = x->timer.due_us;
     if (timer_heap_push(h, &x->timer) != 0) {
         x->state = EXCHANGE_CANCELLED;
         return -ENOSPC;
@@ -152,7 +156,7 @@ int exchange_wait(struct exchange *x, struct timer_heap *h, uint64_t now_us)
 
 void exchange_sleep(struct exchange *x, int (*sleep_fn)(void *arg, uint64_t delay_us), void *arg)
 {
-    x->timer.due_us = timer_now_us() + x->plan.delay_us;
+    x->due_us = timer_now_us() + x->plan.delay_us;
     stats_wait_begin(x->shard);
     int cut = sleep_fn(arg, x->plan.delay_us);
     stats_wait_end(x->shard);
@@ -174,14 +178,53 @@ void exchange_answer(struct exchange *x)
 {
     uint64_t now = timer_now_us();
     x->answered = x->plan.status;
+    x->sent_us = now;
     if (x->record)
         x->record->answered_us = now;
     stats_observe(x->shard, x->plan.stats_id, STATS_HIST_SERVICE, now - x->begun_us);
-    if (x->plan.delay_us && x->timer.due_us) {
+    if (x->plan.delay_us && x->due_us) {
         stats_observe(x->shard, x->plan.stats_id, STATS_HIST_INTENDED, x->plan.delay_us);
         stats_observe(x->shard, x->plan.stats_id, STATS_HIST_OVERSHOOT,
-                      now > x->timer.due_us ? now - x->timer.due_us : 0);
+                      now > x->due_us ? now - x->due_us : 0);
     }
+}
+
+int exchange_paced(const struct exchange *x)
+{
+    return x->plan.drip.chunks > 0 || x->plan.truncate;
+}
+
+enum exchange_body exchange_body_next(const struct exchange *x, uint64_t now_us, uint64_t sent,
+                                      size_t *len, uint64_t *due_us)
+{
+    const struct plan *p = &x->plan;
+    uint64_t total = p->body_len, end = p->truncate ? total / 2 : total;
+    uint64_t n = p->drip.chunks ? p->drip.chunks : 1, over = p->drip.chunks ? p->drip.over_us : 0;
+    /* Chunks due by now: chunk k (from 0) leaves at sent_us + over * (k + 1) / n. */
+    uint64_t due = n;
+    if (over && now_us < x->sent_us + over)
+        due = (now_us - x->sent_us) * n / over;
+    uint64_t upto = (total * due) / n;
+    if (upto > end)
+        upto = end;
+    if (sent < upto) {
+        *len = (size_t)(upto - sent);
+        return EXCHANGE_BODY_SEND;
+    }
+    if (sent >= end)
+        return end < total ? EXCHANGE_BODY_CUT : EXCHANGE_BODY_DONE;
+    *due_us = x->sent_us + (over * (due + 1)) / n;
+    return EXCHANGE_BODY_WAIT;
+}
+
+int exchange_pace(struct exchange *x, struct timer_heap *h, uint64_t due_us)
+{
+    timer_heap_cancel(h, &x->timer); /* queued once, whoever asks twice */
+    x->timer.due_us = due_us;
+    if (timer_heap_push(h, &x->timer) != 0)
+        return -ENOSPC;
+    x->state = EXCHANGE_SENDING;
+    return 0;
 }
 
 static void log_request(struct exchange *x)
@@ -190,7 +233,7 @@ static void log_request(struct exchange *x)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t done = r->answered_us ? r->answered_us : timer_now_us();
-    uint64_t wait_start = x->timer.due_us ? x->timer.due_us - x->plan.delay_us : 0;
+    uint64_t wait_start = x->due_us ? x->due_us - x->plan.delay_us : 0;
     struct accesslog_entry e = {
         .time_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
         .client = r->client,
@@ -214,6 +257,8 @@ void exchange_end(struct exchange *x, struct timer_heap *h)
         timer_heap_cancel(h, &x->timer);
         stats_wait_end(x->shard);
         x->state = EXCHANGE_CANCELLED;
+    } else if (x->state == EXCHANGE_SENDING) {
+        timer_heap_cancel(h, &x->timer);
     }
     if (x->pool)
         pool_leave(x->pool, &x->pe);
@@ -221,8 +266,12 @@ void exchange_end(struct exchange *x, struct timer_heap *h)
      * sees in_flight reach 0 finds every line written. */
     if (x->record)
         log_request(x);
-    /* A request reset by --overflow reset was refused, not abandoned by its client. */
-    if (!x->answered && x->plan.action != PLAN_RESET)
+    /* A request reset by --overflow reset (counted by the pool), or closed, reset or cut short
+     * by ?fault=, was not abandoned by its client. */
+    int broken = x->plan.action == PLAN_RESET || x->plan.action == PLAN_CLOSE;
+    if (x->plan.truncate || (broken && !x->refused))
+        stats_fault(x->shard, x->plan.stats_id);
+    else if (!x->answered && !broken)
         stats_cancel(x->shard, x->plan.stats_id);
     stats_request_end(x->shard, x->plan.stats_id, x->answered);
     free(x->upload);

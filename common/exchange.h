@@ -30,6 +30,15 @@ enum exchange_state {
     EXCHANGE_CANCELLED, /* the client left while waiting, or the server gave up on it */
     EXCHANGE_QUEUED,    /* waiting for a worker of --workers */
     EXCHANGE_ADMITTED,  /* got its worker after queueing: go on as a new request would */
+    EXCHANGE_SENDING,   /* answered; its timer is queued for the next chunk of a drip */
+};
+
+/* What comes next of a paced body (exchange_body_next). */
+enum exchange_body {
+    EXCHANGE_BODY_SEND = 0, /* send the next bytes now */
+    EXCHANGE_BODY_WAIT,     /* nothing is due yet: wait (exchange_pace) */
+    EXCHANGE_BODY_DONE,     /* the whole body is out */
+    EXCHANGE_BODY_CUT,      /* ?fault=truncate: close the connection here */
 };
 
 /* What the access log needs beyond the plan; allocated only while a log is open. */
@@ -51,7 +60,10 @@ struct exchange {
     struct pool *pool;              /* the table's worker pool, or NULL */
     struct pool_entry pe;           /* its place in the pool */
     int overflow_reset;             /* refused requests are reset, not answered 503 */
+    int refused;                    /* refused by the worker pool */
     uint64_t begun_us;              /* when the request came in (timer_now_us clock) */
+    uint64_t due_us;                /* when its delay was due, 0 if it had none */
+    uint64_t sent_us;               /* when its answer was queued (paced bodies start there) */
     struct accesslog *access;       /* the table's access log, or NULL */
     struct exchange_record *record; /* only with an access log */
     struct plan plan;
@@ -119,6 +131,21 @@ void exchange_fire(struct exchange *x, int client_gone, int give_up);
 /* The engine queued the plan's answer: records its service time and, for a delayed request, the
  * intended delay and how late the answer came after it was due. */
 void exchange_answer(struct exchange *x);
+
+/* Returns 1 if the plan's body must be paced by exchange_body_next (?drip=, ?fault=truncate)
+ * rather than sent whole. */
+int exchange_paced(const struct exchange *x);
+
+/* A paced body, of which `sent` bytes went out, at now_us: SEND with *len bytes from
+ * plan.body + sent to send now; WAIT with *due_us when the next chunk is due; DONE; or CUT
+ * (truncate: close the connection without the rest). The chunks of a drip go out one every
+ * over_us / chunks after the answer was queued, so the last one leaves over_us after it. */
+enum exchange_body exchange_body_next(const struct exchange *x, uint64_t now_us, uint64_t sent,
+                                      size_t *len, uint64_t *due_us);
+
+/* Queues x's timer in heap h for the next chunk, due at due_us (x becomes SENDING; its popped
+ * timer means: send on). Returns 0, or -ENOSPC if the heap is full. */
+int exchange_pace(struct exchange *x, struct timer_heap *h, uint64_t due_us);
 
 /* The request is over. If x still waits, its timer is removed from h; its worker passes on, or
  * it leaves the queue. A request that ends without an answer is counted as a client cancel.

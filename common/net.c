@@ -198,3 +198,16 @@ void net_format_peer(const struct sockaddr *addr, char *buf, size_t len)
         snprintf(buf, len, "-");
     }
 }
+
+void net_reset(int fd)
+{
+    struct linger lg = {1, 0};
+    struct sockaddr none;
+    memset(&none, 0, sizeof none);
+    none.sa_family = AF_UNSPEC;
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    /* On Linux, connect() with AF_UNSPEC disconnects a TCP socket, with a reset if it was
+     * connected. Should it fail, a close with SO_LINGER 0 still resets. */
+    if (connect(fd, &none, sizeof none) != 0)
+        shutdown(fd, SHUT_RDWR);
+}

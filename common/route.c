@@ -71,6 +71,10 @@ static void add_configured(struct route_table *t, const struct config_route *c)
     r->counted = 1;
     if (c->has_delay)
         set_delay(r, &c->delay);
+    r->drip = c->drip;
+    r->fault = c->fault;
+    r->workers = c->workers;
+    r->queue = c->queue;
     /* Content-Type goes where the engines put it; the others are sent as given. */
     for (size_t h = 0; h < c->nheaders; h++) {
         if (strcasecmp(c->headers[h].name, "Content-Type") == 0)
@@ -109,31 +113,57 @@ void route_table_init(struct route_table *t, const struct config *cfg)
         add_configured(t, &cfg->routes[i]);
 }
 
+static struct pool *new_pool(unsigned workers, unsigned queue, int *rc)
+{
+    struct pool *p = malloc(sizeof *p);
+    *rc = p ? pool_init(p, workers, queue) : -ENOMEM;
+    if (*rc != 0) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void free_pool(struct pool **p)
+{
+    if (*p) {
+        pool_cleanup(*p);
+        free(*p);
+        *p = NULL;
+    }
+}
+
 int route_table_init_pool(struct route_table *t, const struct config *cfg)
 {
+    int rc = 0;
     route_table_init(t, cfg);
-    if (!cfg->workers)
-        return 0;
-    t->pool = malloc(sizeof *t->pool);
-    if (!t->pool)
-        return -ENOMEM;
-    int rc = pool_init(t->pool, cfg->workers, cfg->queue);
-    if (rc != 0) {
-        free(t->pool);
-        t->pool = NULL;
-    }
+    if (cfg->workers)
+        t->pool = new_pool(cfg->workers, cfg->queue, &rc);
+    /* A route with "workers" has a pool of its own instead of the global one. */
+    for (size_t i = 0; rc == 0 && i < t->count; i++)
+        if (t->routes[i].workers)
+            t->routes[i].pool = new_pool(t->routes[i].workers, t->routes[i].queue, &rc);
+    if (rc != 0)
+        route_table_cleanup(t);
     return rc;
+}
+
+void route_table_flush(struct route_table *t)
+{
+    if (t->pool)
+        pool_flush(t->pool);
+    for (size_t i = 0; i < t->count; i++)
+        if (t->routes[i].pool)
+            pool_flush(t->routes[i].pool);
 }
 
 void route_table_cleanup(struct route_table *t)
 {
     free(atomic_load(&t->filler));
     atomic_store(&t->filler, NULL);
-    if (t->pool) {
-        pool_cleanup(t->pool);
-        free(t->pool);
-        t->pool = NULL;
-    }
+    free_pool(&t->pool);
+    for (size_t i = 0; i < t->count; i++)
+        free_pool(&t->routes[i].pool);
 }
 
 size_t route_stats_count(const struct route_table *t)
@@ -145,16 +175,27 @@ char *route_report(const struct route_table *t, const struct stats *st, uint64_t
                    const struct stats_conns *conns, enum plan_action what)
 {
     const char *names[ROUTE_MAX + 1];
-    struct pool_counts pc = {0, 0, 0, 0};
+    struct pool_counts pc = {0, 0, 0, 0}, one;
+    int pools = 0;
     for (size_t i = 0; i < t->count; i++)
         names[i] = t->routes[i].path;
     names[t->count] = "other";
-    if (t->pool)
-        pool_counts_get(t->pool, &pc);
+    /* The global pool and the routes' own pools, added up. */
+    for (size_t i = 0; i <= t->count; i++) {
+        struct pool *p = i < t->count ? t->routes[i].pool : t->pool;
+        if (!p)
+            continue;
+        pool_counts_get(p, &one);
+        pc.workers += one.workers;
+        pc.active += one.active;
+        pc.queued += one.queued;
+        pc.rejected += one.rejected;
+        pools = 1;
+    }
     double uptime = (double)(timer_now_us() - started_us) / 1e6;
     if (what == PLAN_METRICS)
-        return stats_to_prometheus(st, names, t->count + 1, uptime, t->pool ? &pc : NULL, conns);
-    return stats_to_json(st, names, t->count + 1, uptime, t->pool ? &pc : NULL, conns);
+        return stats_to_prometheus(st, names, t->count + 1, uptime, pools ? &pc : NULL, conns);
+    return stats_to_json(st, names, t->count + 1, uptime, pools ? &pc : NULL, conns);
 }
 
 size_t route_error_json(char *buf, size_t len, unsigned status, const char *msg)
@@ -197,7 +238,7 @@ static int method_matches(const char *want, const char *method)
     return strcmp(want, "GET") == 0 && strcmp(method, "HEAD") == 0;
 }
 
-static void plan_error(struct plan *out, unsigned status, const char *msg)
+void route_plan_error(struct plan *out, unsigned status, const char *msg)
 {
     out->action = PLAN_RESPOND;
     out->status = status;
@@ -209,6 +250,8 @@ static void plan_error(struct plan *out, unsigned status, const char *msg)
     out->delay_us = 0;
     out->timing = NULL;
     out->cacheable = 0;
+    out->drip = (struct delay_drip){0, 0};
+    out->truncate = 0;
 }
 
 static int hexval(char c)
@@ -285,7 +328,7 @@ static uint64_t clamp_draw(const struct route_table *t, uint64_t us)
 /* Applies ?delay=, ?status=, ?size= and their headers. Returns 0, or fills a 400 and returns
  * -1. `index` numbers the request in its route. */
 static int apply_overrides(struct route_table *t, const struct route_request *rq, size_t id,
-                           uint64_t *index, struct plan *out)
+                           uint64_t *index, struct plan *out, enum config_fault *fault)
 {
     char val[128], msg[160];
     if (override_input(rq, "delay", "X-Slowsrv-Delay", val, sizeof val) >= 0) {
@@ -293,7 +336,7 @@ static int apply_overrides(struct route_table *t, const struct route_request *rq
         char why[128];
         if (delay_spec_parse(&spec, val, why, sizeof why) != 0) {
             snprintf(msg, sizeof msg, "delay: %s", why);
-            plan_error(out, 400, msg);
+            route_plan_error(out, 400, msg);
             return -1;
         }
         uint64_t max = delay_spec_max_us(&spec);
@@ -304,7 +347,7 @@ static int apply_overrides(struct route_table *t, const struct route_request *rq
             delay_format_ms(max, a, sizeof a);
             delay_format_ms(t->max_delay_us, b, sizeof b);
             snprintf(msg, sizeof msg, "delay: %s ms is over --max-delay %s ms", a, b);
-            plan_error(out, 400, msg);
+            route_plan_error(out, 400, msg);
             return -1;
         }
         if (*index == UINT64_MAX)
@@ -322,7 +365,7 @@ static int apply_overrides(struct route_table *t, const struct route_request *rq
         unsigned long code = strtoul(val, &end, 10);
         if (end == val || *end || code < 100 || code > 599 || val[0] == '-' || val[0] == '+') {
             snprintf(msg, sizeof msg, "status: '%.40s' is not an HTTP status from 100 to 599", val);
-            plan_error(out, 400, msg);
+            route_plan_error(out, 400, msg);
             return -1;
         }
         out->status = (unsigned)code;
@@ -334,12 +377,12 @@ static int apply_overrides(struct route_table *t, const struct route_request *rq
         if (end == val || *end || val[0] == '-' || val[0] == '+' || n > t->max_size) {
             snprintf(msg, sizeof msg, "size: '%.40s' is not a byte count from 0 to --max-size %llu",
                      val, (unsigned long long)t->max_size);
-            plan_error(out, 400, msg);
+            route_plan_error(out, 400, msg);
             return -1;
         }
         const char *f = n ? filler(t) : "";
         if (!f) {
-            plan_error(out, 503, "out of memory for size=");
+            route_plan_error(out, 503, "out of memory for size=");
             return -1;
         }
         out->body = f;
@@ -347,9 +390,70 @@ static int apply_overrides(struct route_table *t, const struct route_request *rq
         out->content_type = ct_text;
         out->cacheable = 0;
     }
+    if (override_input(rq, "drip", "X-Slowsrv-Drip", val, sizeof val) >= 0) {
+        char why[128];
+        if (delay_drip_parse(&out->drip, val, why, sizeof why) != 0) {
+            snprintf(msg, sizeof msg, "drip: %s", why);
+            route_plan_error(out, 400, msg);
+            return -1;
+        }
+        if (out->drip.over_us > t->max_delay_us) {
+            char a[32], b[32];
+            delay_format_ms(out->drip.over_us, a, sizeof a);
+            delay_format_ms(t->max_delay_us, b, sizeof b);
+            snprintf(msg, sizeof msg, "drip: %s ms is over --max-delay %s ms", a, b);
+            route_plan_error(out, 400, msg);
+            return -1;
+        }
+        out->cacheable = 0;
+    }
+    if (override_input(rq, "fault", "X-Slowsrv-Fault", val, sizeof val) >= 0) {
+        if (config_fault_parse(val, fault) != 0) {
+            snprintf(msg, sizeof msg, "fault: '%.40s' is not close, reset, truncate or none", val);
+            route_plan_error(out, 400, msg);
+            return -1;
+        }
+        out->cacheable = 0;
+    }
     /* Answers that carry no body by definition. */
     if (out->status < 200 || out->status == 204 || out->status == 304)
         out->body_len = 0;
+    return 0;
+}
+
+/* Checks the plan's drip and fault against its body and turns a fault into the plan's action.
+ * Returns 0, or fills a 400 and returns -1. */
+static int apply_shape(struct plan *out, enum config_fault fault)
+{
+    char msg[160];
+    if ((out->drip.chunks || fault != CONFIG_FAULT_NONE) && out->action != PLAN_RESPOND) {
+        route_plan_error(out, 400, "drip, fault: only on routes with a fixed answer (not /write)");
+        return -1;
+    }
+    if (out->drip.chunks > out->body_len) {
+        snprintf(msg, sizeof msg,
+                 "drip: %u chunks need a body of at least %u bytes (this one has %zu); add size=",
+                 out->drip.chunks, out->drip.chunks, out->body_len);
+        route_plan_error(out, 400, msg);
+        return -1;
+    }
+    switch (fault) {
+    case CONFIG_FAULT_NONE:
+        break;
+    case CONFIG_FAULT_CLOSE:
+        out->action = PLAN_CLOSE;
+        break;
+    case CONFIG_FAULT_RESET:
+        out->action = PLAN_RESET;
+        break;
+    case CONFIG_FAULT_TRUNCATE:
+        if (out->body_len == 0) {
+            route_plan_error(out, 400, "fault: truncate needs a body to cut; add size=");
+            return -1;
+        }
+        out->truncate = 1;
+        break;
+    }
     return 0;
 }
 
@@ -364,11 +468,11 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
     out->stats_id = ROUTE_STATS_OTHER(t);
     out->allow = NULL;
     if (rq->target_len > ROUTE_TARGET_MAX) {
-        plan_error(out, 414, "request target over 8192 bytes");
+        route_plan_error(out, 414, "request target over 8192 bytes");
         return;
     }
     if (rq->header_bytes > ROUTE_HEADERS_MAX) {
-        plan_error(out, 431, "request headers over 8192 bytes");
+        route_plan_error(out, 431, "request headers over 8192 bytes");
         return;
     }
 
@@ -381,13 +485,13 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
         }
     }
     if (!r) {
-        plan_error(out, 404, "no such route; try /test, /write, /echo or /healthz");
+        route_plan_error(out, 404, "no such route; try /test, /write, /echo or /healthz");
         return;
     }
     if (!method_matches(r->method, rq->method)) {
         char msg[64];
         snprintf(msg, sizeof msg, "method not allowed; use %s", r->method);
-        plan_error(out, 405, msg);
+        route_plan_error(out, 405, msg);
         out->allow = strcmp(r->method, "GET") == 0 ? "GET, HEAD" : r->method;
         return;
     }
@@ -407,9 +511,12 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
                   : r->kind == ROUTE_STATS   ? PLAN_STATS
                   : r->kind == ROUTE_METRICS ? PLAN_METRICS
                                              : PLAN_RESPOND;
-    out->cacheable = r->kind == ROUTE_STATIC;
+    out->cacheable = r->kind == ROUTE_STATIC && !r->drip.chunks && r->fault == CONFIG_FAULT_NONE;
     out->delay_us = 0;
     out->timing = NULL;
+    out->drip = r->drip;
+    out->truncate = 0;
+    enum config_fault fault = r->fault;
     if (r->delayed && r->timing[0]) {
         out->delay_us = r->delay.a_us;
         out->timing = r->timing;
@@ -424,7 +531,8 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
         out->timing = out->timing_buf;
         out->cacheable = 0;
     }
-    if (r->counted && t->overrides && rq->lookup && apply_overrides(t, rq, id, &index, out) != 0)
+    if (r->counted && t->overrides && rq->lookup &&
+        apply_overrides(t, rq, id, &index, out, &fault) != 0)
         return;
     if (r->counted && t->error_rate > 0 && out->action == PLAN_RESPOND) {
         if (index == UINT64_MAX)
@@ -434,11 +542,13 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
             /* The injected error still takes the request's delay, as a real failure would. */
             uint64_t delay = out->delay_us;
             const char *timing = out->timing;
-            plan_error(out, t->error_status, "injected by --error-rate");
+            route_plan_error(out, t->error_status, "injected by --error-rate");
             out->delay_us = delay;
             out->timing = timing;
+            return;
         }
     }
+    apply_shape(out, fault);
 }
 
 const char *route_reason(unsigned status)

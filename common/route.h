@@ -7,8 +7,9 @@
  * config file's "routes") and then only read, except for per-route counters (atomic) that number
  * the random draws, and a filler buffer for ?size= made on first use; any thread may plan.
  *
- * Per-request overrides, unless --no-overrides: query delay=, status=, size= and the headers
- * X-Slowsrv-Delay, X-Slowsrv-Status (the query wins). A value out of range gets 400 naming the
+ * Per-request overrides, unless --no-overrides: query delay=, status=, size=, drip=, fault= and
+ * the headers X-Slowsrv-Delay, X-Slowsrv-Status, X-Slowsrv-Drip, X-Slowsrv-Fault (the query
+ * wins). A value out of range gets 400 naming the
  * parameter, never a clamp. Draws of the unbounded distributions (normal, log-normal) are
  * truncated at 0 and at --max-delay.
  */
@@ -52,6 +53,10 @@ struct route {
     int counted;                   /* 0 for /healthz and /stats: never counted as load */
     int delayed;                   /* 1 if the route waits and carries Server-Timing */
     struct delay_spec delay;       /* when delayed */
+    struct delay_drip drip;        /* chunks 0: the body at once */
+    enum config_fault fault;       /* a fault instead of the answer, or none */
+    unsigned workers, queue;       /* its own worker pool (route_table_init_pool), or 0 */
+    struct pool *pool;             /* that pool once made, else NULL: the table's pool */
     char timing[ROUTE_TIMING_LEN]; /* Server-Timing value of a fixed delay, else "" */
     struct config_header own_headers[CONFIG_ROUTE_HEADERS];
 };
@@ -81,6 +86,7 @@ enum plan_action {
     PLAN_STATS,       /* answer route_report() as JSON */
     PLAN_METRICS,     /* answer route_report() in Prometheus text format */
     PLAN_RESET,       /* answer nothing: reset the connection */
+    PLAN_CLOSE,       /* answer nothing: close the connection */
 };
 
 struct plan {
@@ -94,11 +100,13 @@ struct plan {
     size_t body_len;
     const struct config_header *headers; /* extra headers to send, valid as long as the table */
     size_t nheaders;
-    uint64_t delay_us;  /* 0: answer at once */
-    const char *timing; /* Server-Timing header value, or NULL for none */
-    const char *allow;  /* Allow header value for 405, or NULL */
-    int cacheable;      /* 1 if this is the route's default answer: an engine may reuse one
-                           prebuilt response per route for it */
+    uint64_t delay_us;      /* 0: answer at once */
+    const char *timing;     /* Server-Timing header value, or NULL for none */
+    const char *allow;      /* Allow header value for 405, or NULL */
+    int cacheable;          /* 1 if this is the route's default answer: an engine may reuse one
+                               prebuilt response per route for it */
+    struct delay_drip drip; /* send the body in drip.chunks pieces over drip.over_us */
+    int truncate;           /* announce body_len, send half of it, then close */
     char timing_buf[ROUTE_TIMING_LEN];
     char text[192]; /* storage for bodies built per request */
 };
@@ -133,6 +141,13 @@ void route_table_init(struct route_table *t, const struct config *cfg);
 
 /* As route_table_init, also making the worker pool of --workers; returns 0 or -errno. */
 int route_table_init_pool(struct route_table *t, const struct config *cfg);
+
+/* Server stopping: every worker pool lets its queued requests go (pool_flush). */
+void route_table_flush(struct route_table *t);
+
+/* Fills *out with an error answer: status, the JSON body {"error": msg, "status": status}, no
+ * delay, nothing shaped. */
+void route_plan_error(struct plan *out, unsigned status, const char *msg);
 
 /* Frees what the table made on demand. */
 void route_table_cleanup(struct route_table *t);

@@ -22,6 +22,7 @@ struct histogram {
 struct route_counters {
     _Atomic uint64_t begun;
     _Atomic uint64_t cancels;
+    _Atomic uint64_t faults;
     _Atomic uint64_t status[NSTATUS];
     struct histogram hist[STATS_HIST_COUNT];
 };
@@ -34,6 +35,7 @@ struct stats_shard {
     _Atomic uint64_t wait_begun;
     _Atomic uint64_t wait_ended;
     _Atomic uint64_t cancels;
+    _Atomic uint64_t faults;
     _Atomic uint64_t bytes_in;
     size_t nroutes;
     struct route_counters *routes;
@@ -140,6 +142,15 @@ void stats_cancel(struct stats_shard *sh, size_t route)
         add(&sh->routes[route].cancels, 1);
 }
 
+void stats_fault(struct stats_shard *sh, size_t route)
+{
+    if (route == STATS_UNCOUNTED)
+        return;
+    add(&sh->faults, 1);
+    if (route < sh->nroutes)
+        add(&sh->routes[route].faults, 1);
+}
+
 void stats_observe(struct stats_shard *sh, size_t route, enum stats_hist which, uint64_t us)
 {
     if (route >= sh->nroutes || which >= STATS_HIST_COUNT)
@@ -170,6 +181,7 @@ void stats_totals_get(const struct stats *st, struct stats_totals *out)
         wb += get(&sh->wait_begun);
         out->answered += get(&sh->answered);
         out->cancels += get(&sh->cancels);
+        out->faults += get(&sh->faults);
         out->bytes_in += get(&sh->bytes_in);
     }
     out->requests = begun;
@@ -217,6 +229,7 @@ char *stats_to_json(const struct stats *st, const char *const *names, size_t nro
     cJSON_AddNumberToObject(root, "in_flight", (double)t.in_flight);
     cJSON_AddNumberToObject(root, "waiting", (double)t.waiting);
     cJSON_AddNumberToObject(root, "cancels", (double)t.cancels);
+    cJSON_AddNumberToObject(root, "faults", (double)t.faults);
     cJSON_AddNumberToObject(root, "bytes_received", (double)t.bytes_in);
     if (conns) {
         cJSON *c = cJSON_AddObjectToObject(root, "connections");
@@ -238,13 +251,16 @@ char *stats_to_json(const struct stats *st, const char *const *names, size_t nro
     for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
         cJSON *o = cJSON_AddObjectToObject(routes, names[r]);
         cJSON *by = o ? cJSON_AddObjectToObject(o, "status") : NULL;
-        uint64_t cancels = 0;
+        uint64_t cancels = 0, faults = 0;
         if (!by)
             goto done;
-        for (size_t i = 0; i < st->nshards; i++)
+        for (size_t i = 0; i < st->nshards; i++) {
             cancels += get(&st->shards[i].routes[r].cancels);
+            faults += get(&st->shards[i].routes[r].faults);
+        }
         cJSON_AddNumberToObject(o, "requests", (double)stats_route_requests(st, r));
         cJSON_AddNumberToObject(o, "cancels", (double)cancels);
+        cJSON_AddNumberToObject(o, "faults", (double)faults);
         json_latency(st, r, o);
         for (unsigned code = STATS_STATUS_MIN; code <= STATS_STATUS_MAX; code++) {
             uint64_t n = stats_route_status(st, r, code);
@@ -446,6 +462,16 @@ char *stats_to_prometheus(const struct stats *st, const char *const *names, size
         for (size_t i = 0; i < st->nshards; i++)
             n += get(&st->shards[i].routes[r].cancels);
         put(&t, "slowsrv_cancels_total{route=\"%s\"} %llu\n", l, (unsigned long long)n);
+    }
+    put(&t, "# HELP slowsrv_faults_total Requests answered with an injected fault (?fault=).\n"
+            "# TYPE slowsrv_faults_total counter\n");
+    for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
+        char l[256];
+        uint64_t n = 0;
+        label(l, sizeof l, names[r]);
+        for (size_t i = 0; i < st->nshards; i++)
+            n += get(&st->shards[i].routes[r].faults);
+        put(&t, "slowsrv_faults_total{route=\"%s\"} %llu\n", l, (unsigned long long)n);
     }
     for (int w = 0; w < STATS_HIST_COUNT; w++) {
         put(&t, "# HELP %s %s\n# TYPE %s histogram\n", hist_names[w], hist_help[w], hist_names[w]);

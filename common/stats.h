@@ -50,6 +50,7 @@ struct stats_totals {
     uint64_t in_flight; /* begun and not ended */
     uint64_t waiting;   /* waiting on a delay right now */
     uint64_t cancels;   /* clients that went away before their answer */
+    uint64_t faults;    /* requests given an injected fault instead of their answer */
     uint64_t bytes_in;  /* request body bytes received */
 };
 
@@ -76,6 +77,9 @@ void stats_wait_end(struct stats_shard *sh);
 
 /* The client of a request on `route` went away before its answer. */
 void stats_cancel(struct stats_shard *sh, size_t route);
+
+/* A request on `route` got an injected fault (?fault=) instead of its answer. */
+void stats_fault(struct stats_shard *sh, size_t route);
 
 /* Adds an observation of `us` microseconds to histogram `which` of `route`. */
 void stats_observe(struct stats_shard *sh, size_t route, enum stats_hist which, uint64_t us);

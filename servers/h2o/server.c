@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +35,9 @@ struct h2o_request {
     h2o_req_t *req;
     struct h2o_loop *loop;
     int in_inbox; /* admitted by another thread, not yet taken by the loop; under inbox_lock */
+    h2o_generator_t gen; /* a paced body (?drip=, ?fault=truncate) */
+    uint64_t sent;       /* its bytes handed to libh2o so far */
+    int sending;         /* bytes handed to libh2o and not yet sent (proceed is due) */
 };
 
 struct h2o_loop {
@@ -110,8 +114,8 @@ static void add_header(h2o_req_t *req, const char *name, const char *value)
     h2o_add_header_by_str(&req->pool, &req->res.headers, lower, n, 1, name, value, strlen(value));
 }
 
-static void send_answer(struct h2o_request *r, unsigned status, const char *content_type,
-                        const char *body, size_t len)
+static void start_answer(struct h2o_request *r, unsigned status, const char *content_type,
+                         size_t len)
 {
     h2o_req_t *req = r->req;
     const struct plan *p = &r->x.plan;
@@ -126,12 +130,102 @@ static void send_answer(struct h2o_request *r, unsigned status, const char *cont
     for (size_t i = 0; i < p->nheaders; i++)
         add_header(req, p->headers[i].name, p->headers[i].value);
     exchange_answer(&r->x);
-    h2o_send_inline(req, body, len);
+}
+
+static void send_answer(struct h2o_request *r, unsigned status, const char *content_type,
+                        const char *body, size_t len)
+{
+    start_answer(r, status, content_type, len);
+    h2o_send_inline(r->req, body, len);
+}
+
+/* Hands libh2o the next bytes of a paced body, or queues the timer of the next chunk. Runs when
+ * the answer starts, when libh2o has sent the previous bytes (proceed) and when the timer pops. */
+static void send_paced(struct h2o_request *r)
+{
+    const struct plan *p = &r->x.plan;
+    size_t len;
+    uint64_t due;
+    h2o_iovec_t buf;
+    switch (exchange_body_next(&r->x, timer_now_us(), r->sent, &len, &due)) {
+    case EXCHANGE_BODY_SEND:
+        buf = h2o_iovec_init(p->body + r->sent, len);
+        r->sent += len;
+        r->sending = 1;
+        h2o_send(r->req, &buf, 1,
+                 r->sent == p->body_len ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
+        return;
+    case EXCHANGE_BODY_DONE:
+        h2o_send(r->req, NULL, 0, H2O_SEND_STATE_FINAL);
+        return;
+    case EXCHANGE_BODY_CUT:
+        /* HTTP/1: the connection closes short of Content-Length; HTTP/2: the stream is reset. */
+        h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
+        return;
+    case EXCHANGE_BODY_WAIT:
+        break;
+    }
+    if (exchange_pace(&r->x, &r->loop->timers, due) != 0) {
+        h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
+        return;
+    }
+    arm_timer(r->loop);
+}
+
+static void on_paced_proceed(h2o_generator_t *gen, h2o_req_t *req)
+{
+    struct h2o_request *r =
+        (struct h2o_request *)(void *)((char *)gen - offsetof(struct h2o_request, gen));
+    (void)req;
+    /* libh2o may ask again while the next chunk's timer runs: that timer sends it. */
+    if (!r->sending)
+        return;
+    r->sending = 0;
+    send_paced(r);
+}
+
+static void on_paced_stop(h2o_generator_t *gen, h2o_req_t *req)
+{
+    /* The client left: on_dispose cancels the timer of the next chunk. */
+    (void)gen;
+    (void)req;
+}
+
+/* ?fault=close, ?fault=reset and --overflow reset: libh2o 2.2.5 has no call to drop a
+ * connection from a handler, so the socket is broken under it: shut down (the client reads an
+ * end of stream) or reset (net_reset). The answer then sent fails to write, and libh2o closes
+ * the connection itself. HTTP/2: every stream of the connection ends with it. */
+static void break_connection(struct h2o_request *r, int rst)
+{
+    h2o_req_t *req = r->req;
+    h2o_socket_t *sock =
+        req->conn->callbacks->get_socket ? req->conn->callbacks->get_socket(req->conn) : NULL;
+    if (sock) {
+        int fd = h2o_socket_get_fd(sock);
+        if (rst)
+            net_reset(fd);
+        else
+            shutdown(fd, SHUT_RDWR);
+    }
+    req->http1_is_persistent = 0;
+    h2o_send_error_503(req, "Service Unavailable", "", 0);
 }
 
 static void respond(struct h2o_request *r)
 {
     const struct plan *p = &r->x.plan;
+    if (p->action == PLAN_RESET || p->action == PLAN_CLOSE) {
+        break_connection(r, p->action == PLAN_RESET);
+        return;
+    }
+    if (exchange_paced(&r->x)) {
+        start_answer(r, p->status, p->content_type, p->body_len);
+        r->gen.proceed = on_paced_proceed;
+        r->gen.stop = on_paced_stop;
+        h2o_start_response(r->req, &r->gen);
+        send_paced(r);
+        return;
+    }
     if (p->action == PLAN_STATS || p->action == PLAN_METRICS) {
         struct h2o_server *srv = r->loop->srv;
         char *text = service_report(&srv->svc, p->action);
@@ -225,6 +319,12 @@ static void on_timer(h2o_socket_t *sock, const char *err)
     uint64_t now = timer_now_us();
     while ((node = timer_heap_pop_due(&loop->timers, now)) != NULL) {
         struct h2o_request *r = (struct h2o_request *)(void *)exchange_of_timer(node);
+        if (r->x.state == EXCHANGE_SENDING) {
+            /* The next chunk of a drip is due (unless libh2o still sends the previous one). */
+            if (!r->sending)
+                send_paced(r);
+            continue;
+        }
         exchange_fire(&r->x, client_gone(r->req), 0);
         if (r->x.state == EXCHANGE_READY)
             respond(r);
@@ -327,6 +427,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     memcpy(method, req->method.base, mlen);
     method[mlen] = '\0';
     struct h2o_request *r = h2o_mem_alloc_shared(&req->pool, sizeof *r, on_dispose);
+    memset(r, 0, sizeof *r);
     r->req = req;
     r->loop = loop;
     struct sockaddr_storage peer;
@@ -489,14 +590,18 @@ static void *loop_main(void *arg)
     run_until(loop, drained);
     /* Parked requests of every loop are woken to be answered 503; harmless if another loop
      * already did it. */
-    if (srv->svc.routes.pool)
-        pool_flush(srv->svc.routes.pool);
+    route_table_flush(&srv->svc.routes);
     take_inbox(loop);
     /* Whatever still waits after the grace time gets no answer; then idle keep-alive
      * connections and HTTP/2 sessions are asked to close, for at most one more second. */
     struct timer_node *node;
     while ((node = timer_heap_pop_due(&loop->timers, UINT64_MAX)) != NULL) {
         struct h2o_request *r = (struct h2o_request *)(void *)exchange_of_timer(node);
+        if (r->x.state == EXCHANGE_SENDING) { /* a drip, cut short */
+            if (!r->sending)
+                h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
+            continue;
+        }
         exchange_fire(&r->x, 0, 1);
         h2o_send_error_503(r->req, "Service Unavailable", "server stopping", 0);
     }

@@ -171,11 +171,77 @@ static struct MHD_Response *report_response(struct mhd_server *srv, const struct
     return resp;
 }
 
+/* --overflow reset and ?fault=reset: the client sees a reset, not an answer (libmicrohttpd would
+ * shut the socket down before closing it, and the client read an end of stream first). */
+static enum MHD_Result reset(struct request *rq)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci)
+        net_reset(ci->connect_fd);
+    return MHD_NO;
+}
+
+static int tpc_sleep(void *arg, uint64_t delay_us);
+
+/* Content reader of a paced body (?drip=, ?fault=truncate). Between chunks the connection is
+ * suspended and its timer queued, as for a delay; thread-per-connection sleeps instead. */
+static ssize_t read_paced(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct request *rq = cls;
+    struct mhd_loop *loop = rq->loop;
+    struct mhd_server *srv = loop->srv;
+    size_t len;
+    uint64_t due, now;
+    for (;;) {
+        if (rq->x.state == EXCHANGE_CANCELLED)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        now = timer_now_us();
+        switch (exchange_body_next(&rq->x, now, pos, &len, &due)) {
+        case EXCHANGE_BODY_SEND:
+            len = len < max ? len : max;
+            memcpy(buf, rq->x.plan.body + pos, len);
+            return (ssize_t)len;
+        case EXCHANGE_BODY_DONE:
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        case EXCHANGE_BODY_CUT:
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        case EXCHANGE_BODY_WAIT:
+            break;
+        }
+        if (!srv->tpc)
+            break;
+        if (tpc_sleep(srv, due - now))
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    MHD_suspend_connection(rq->conn);
+    loop_lock(loop);
+    int rc = exchange_pace(&rq->x, &loop->timers, due);
+    if (rc == 0 && srv->internal && timer_heap_peek(&loop->timers) == &rq->x.timer)
+        pthread_cond_signal(&loop->wake);
+    loop_unlock(loop);
+    if (rc != 0) {
+        rq->x.state = EXCHANGE_CANCELLED;
+        MHD_resume_connection(rq->conn);
+    }
+    return 0;
+}
+
 static enum MHD_Result respond(struct request *rq)
 {
     struct MHD_Response *resp = NULL;
     int fresh = 0;
-    if (rq->x.plan.action == PLAN_STATS || rq->x.plan.action == PLAN_METRICS) {
+    if (rq->x.plan.action == PLAN_RESET)
+        return reset(rq);
+    if (rq->x.plan.action == PLAN_CLOSE)
+        return MHD_NO;
+    if (exchange_paced(&rq->x)) {
+        resp =
+            MHD_create_response_from_callback(rq->x.plan.body_len, 16 * 1024, read_paced, rq, NULL);
+        if (resp)
+            add_plan_headers(resp, &rq->x.plan);
+        fresh = 1;
+    } else if (rq->x.plan.action == PLAN_STATS || rq->x.plan.action == PLAN_METRICS) {
         resp = report_response(rq->loop->srv, &rq->x.plan);
         if (!resp)
             return MHD_NO;
@@ -244,21 +310,8 @@ static enum MHD_Result start_delay(struct request *rq)
     return MHD_YES;
 }
 
-/* --overflow reset: close with SO_LINGER 0 so the client sees a reset, not an answer. */
-static enum MHD_Result reset(struct request *rq)
-{
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    struct linger lg = {1, 0};
-    if (ci)
-        setsockopt(ci->connect_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
-    return MHD_NO;
-}
-
 static enum MHD_Result proceed(struct request *rq)
 {
-    if (rq->x.plan.action == PLAN_RESET)
-        return reset(rq);
     return rq->x.plan.delay_us ? start_delay(rq) : respond(rq);
 }
 
@@ -414,6 +467,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return respond(rq);
     case EXCHANGE_WAITING:
     case EXCHANGE_QUEUED:
+    case EXCHANGE_SENDING:
         return MHD_YES;
     case EXCHANGE_CANCELLED:
         return MHD_NO;
@@ -493,9 +547,15 @@ static size_t fire_due(struct mhd_loop *loop, uint64_t now, int cancel)
         loop_unlock(loop);
         for (size_t i = 0; i < n; i++) {
             struct request *rq = batch[i];
-            const union MHD_ConnectionInfo *ci =
-                MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-            exchange_fire(&rq->x, ci && net_peer_gone(ci->connect_fd), cancel);
+            if (rq->x.state == EXCHANGE_SENDING) {
+                /* The next chunk of a drip is due, or the server gives up on it. */
+                if (cancel)
+                    rq->x.state = EXCHANGE_CANCELLED;
+            } else {
+                const union MHD_ConnectionInfo *ci =
+                    MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+                exchange_fire(&rq->x, ci && net_peer_gone(ci->connect_fd), cancel);
+            }
             MHD_resume_connection(rq->conn);
         }
         fired += n;
@@ -590,8 +650,7 @@ static void *loop_main(void *arg)
     }
     fire_due(loop, UINT64_MAX, 1);
     /* Parked requests of any loop are woken to be closed; harmless if another loop did it. */
-    if (srv->svc.routes.pool)
-        pool_flush(srv->svc.routes.pool);
+    route_table_flush(&srv->svc.routes);
     if (!srv->internal)
         MHD_run(loop->daemon);
     return NULL;
@@ -815,8 +874,7 @@ static void tpc_drain(struct mhd_server *srv)
     srv->hard_stop = 1;
     pthread_cond_broadcast(&srv->sleep_cond);
     pthread_mutex_unlock(&srv->sleep_lock);
-    if (srv->svc.routes.pool)
-        pool_flush(srv->svc.routes.pool);
+    route_table_flush(&srv->svc.routes);
 }
 
 void mhd_server_stop(struct mhd_server *srv)

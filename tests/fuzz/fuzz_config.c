@@ -105,8 +105,9 @@ static void check_routes_plan(const struct config *cfg)
     static struct route_table t; /* large; one at a time */
     struct plan plan;
 
-    route_table_init(&t, cfg);
+    REQUIRE(route_table_init_pool(&t, cfg) == 0);
     REQUIRE(t.count >= 7 && t.count <= ROUTE_MAX);
+    REQUIRE((t.pool != NULL) == (cfg->workers > 0));
     /* GET /test (the --delay route, unless "routes" replaced it): at most max-delay. */
     {
         struct route_request rq;
@@ -131,7 +132,19 @@ static void check_routes_plan(const struct config *cfg)
         memset(&plan, 0, sizeof plan);
         route_plan(&t, &rq, &plan);
         REQUIRE(plan.route != NULL && strcmp(plan.route->path, r->path) == 0);
-        REQUIRE(plan.action == PLAN_RESPOND);
+        /* A route's own pool is made as configured; its drip fits its body; its fault is
+         * planned (unless error-rate answered first). */
+        REQUIRE((plan.route->pool != NULL) == (r->workers > 0));
+        if (plan.route->pool)
+            REQUIRE(plan.route->pool->workers == r->workers &&
+                    plan.route->pool->queue_max == r->queue);
+        REQUIRE(r->drip.chunks <= r->body_len && r->drip.over_us <= cfg->max_delay_us);
+        if (plan.action == PLAN_RESET)
+            REQUIRE(r->fault == CONFIG_FAULT_RESET);
+        else if (plan.action == PLAN_CLOSE)
+            REQUIRE(r->fault == CONFIG_FAULT_CLOSE);
+        else
+            REQUIRE(plan.action == PLAN_RESPOND);
         REQUIRE(plan.status == r->status ||
                 (cfg->error_rate > 0 && plan.status == cfg->error_status));
         REQUIRE(plan.delay_us <= cfg->max_delay_us);
@@ -170,7 +183,7 @@ static void check_loaded(const struct config *cfg, enum config_engine engine)
     REQUIRE((cfg->tls_cert[0] != '\0') == (cfg->tls_key[0] != '\0'));
     REQUIRE((unsigned)cfg->log_level <= LOG_LEVEL_DEBUG);
     if (engine == CONFIG_ENGINE_H2O)
-        REQUIRE(cfg->model == CONFIG_MODEL_EPOLL && cfg->overflow == CONFIG_OVERFLOW_503);
+        REQUIRE(cfg->model == CONFIG_MODEL_EPOLL);
     if (cfg->max_delay_us > 0 && delay_spec_max_us(&cfg->delay) != UINT64_MAX)
         REQUIRE(delay_spec_max_us(&cfg->delay) <= cfg->max_delay_us);
 

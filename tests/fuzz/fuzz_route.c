@@ -1,6 +1,6 @@
 /*
  * libFuzzer target for common/route: route_query_param() and route_plan() with per-request
- * overrides (?delay= ?status= ?size=, X-Slowsrv-Delay, X-Slowsrv-Status).
+ * overrides (?delay= ?status= ?size= ?drip= ?fault=, X-Slowsrv-Delay, X-Slowsrv-Status).
  *
  * Input layout (tests/fuzz/corpus/route/ holds examples; gen_seeds.py writes them):
  *   byte 0     flags: bits 0-1 pick the route table (built once, see init_tables):
@@ -302,8 +302,16 @@ static void check_plan(const struct route_table *t, const struct config *cfg,
         path_len = (size_t)(q - rq->target);
 
     REQUIRE(p->status >= 100 && p->status <= 599);
-    REQUIRE((unsigned)p->action <= PLAN_RESET);
+    REQUIRE((unsigned)p->action <= PLAN_CLOSE);
     REQUIRE(p->delay_us <= t->max_delay_us);
+    /* A drip or a truncation shapes a fixed answer with a body big enough for it. */
+    REQUIRE(p->drip.over_us <= t->max_delay_us);
+    REQUIRE(p->drip.chunks <= p->body_len);
+    REQUIRE(!p->truncate || p->body_len > 0);
+    if (p->drip.chunks || p->truncate)
+        REQUIRE(p->action == PLAN_RESPOND && p->body != p->text && !p->cacheable);
+    if (p->action == PLAN_RESET || p->action == PLAN_CLOSE)
+        REQUIRE(p->route != NULL && p->body != p->text);
     REQUIRE(p->body_len == 0 || p->body != NULL);
     if (p->body_len > 0) {
         volatile char first = p->body[0], last = p->body[p->body_len - 1];

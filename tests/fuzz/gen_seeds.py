@@ -63,6 +63,12 @@ CONFIG = {
         {"path": "/test", "delay": "normal:1s,200ms"},
         {"path": "/mix", "method": "*", "delay": "10ms:90,1s:9,5s:1", "status": 204},
         {"path": "/n", "delay": 250}]}),
+    "file_route_shapes": cfg_file({"routes": [
+        {"path": "/slow-body", "body": "0123456789", "drip": "5,500ms", "fault": "truncate"},
+        {"path": "/db", "delay": "300ms", "workers": 2, "queue": 1},
+        {"path": "/broken", "fault": "reset"}]}),
+    "err_file_route_drip_body": cfg_file({"routes": [{"path": "/x", "body": "ab", "drip": "3"}]}),
+    "err_file_route_queue_alone": cfg_file({"routes": [{"path": "/x", "queue": 4}]}),
     "file_h2o_epoll": cfg_file({"model": "epoll", "overflow": "503", "workers": 1}, H2O),
     "err_file_json_syntax": cfg_file('{\n "port": 8080,\n "delay": \n}'),
     "err_file_not_object": cfg_file([1, 2]),
@@ -124,6 +130,12 @@ ROUTE = {
     "err_size_over_max": req(TABLE_DEFAULT, "GET", "/echo?size=99999999999"),
     "err_status_range": req(TABLE_DEFAULT, "GET", "/echo", "", "600"),
     "err_status_sign": req(TABLE_DEFAULT, "GET", "/echo?status=-200"),
+    "drip_size": req(TABLE_DEFAULT | BUF_16, "GET", "/test?size=100&drip=10,2s"),
+    "drip_fault_truncate": req(TABLE_DEFAULT, "GET", "/echo?drip=2,1ms&fault=truncate"),
+    "fault_reset": req(TABLE_ROUTES, "GET", "/slow?fault=reset"),
+    "fault_close_204": req(TABLE_DEFAULT, "GET", "/echo?status=204&fault=close"),
+    "err_drip_too_many": req(TABLE_DEFAULT, "GET", "/echo?drip=3,1s"),
+    "err_fault_write": req(TABLE_DEFAULT, "POST", "/write?fault=truncate"),
 }
 
 

@@ -264,6 +264,8 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
     memcpy(r->body + stored, ptr, take);
     r->body[stored + take] = '\0';
     r->body_len += n;
+    if (n && !r->body_writes++)
+        r->first_body_at = now_seconds() - r->started;
     return n;
 }
 
@@ -284,6 +286,7 @@ static CURL *easy_for(const struct target *t, const char *method, const char *pa
     char url[512];
     CURL *c = curl_easy_init();
     memset(r, 0, sizeof *r);
+    r->started = now_seconds();
     snprintf(url, sizeof url, "%s://127.0.0.1:%u%s", t->tls ? "https" : "http", t->port, path);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTP_VERSION,

@@ -42,7 +42,10 @@ struct reply {
     char body[65536]; /* NUL-terminated; truncated to fit */
     size_t body_len;  /* full length received */
     char headers[4096];
-    double seconds; /* total time */
+    double seconds;       /* total time */
+    double started;       /* now_seconds() when the request was made */
+    double first_body_at; /* seconds from the start to the first body byte, 0 if none came */
+    unsigned body_writes; /* pieces in which libcurl handed the body over */
 };
 
 /* Where and how a client talks: cleartext or TLS, and which HTTP version libcurl asks for

@@ -204,6 +204,22 @@ static void config_reads_routes_from_the_file(void)
     CHECK_INT(cfg.routes[0].delay.kind, DELAY_UNIFORM);
     CHECK(cfg.routes[1].method == NULL);
     CHECK_INT(cfg.routes[1].status, 200);
+    CHECK_INT(cfg.routes[0].drip.chunks, 0);
+    CHECK_INT(cfg.routes[0].fault, CONFIG_FAULT_NONE);
+    CHECK_INT(cfg.routes[0].workers, 0);
+    config_cleanup(&cfg);
+    unlink(path);
+
+    path = write_tmp("{\"routes\": [{\"path\": \"/slow\", \"body\": \"0123456789\", \"drip\": "
+                     "\"5,500ms\", \"fault\": \"truncate\", \"workers\": 3, \"queue\": 7}]}");
+    args[1] = path;
+    CHECK_INT(load(&cfg, args, NULL, err), 0);
+    CHECK_STR(err, "");
+    CHECK_INT(cfg.routes[0].drip.chunks, 5);
+    CHECK_U64(cfg.routes[0].drip.over_us, 500000);
+    CHECK_INT(cfg.routes[0].fault, CONFIG_FAULT_TRUNCATE);
+    CHECK_INT(cfg.routes[0].workers, 3);
+    CHECK_INT(cfg.routes[0].queue, 7);
     config_cleanup(&cfg);
     CHECK(cfg.routes == NULL);
     unlink(path);
@@ -229,6 +245,25 @@ static void config_route_errors_name_the_entry(void)
          "routes[1].path: '/a' is already routes[0]"},
         {"{\"routes\": [{\"path\": \"/a\", \"delay\": \"2m\"}]}",
          "routes[0].delay: up to 120000 ms is over --max-delay 60000 ms; raise --max-delay"},
+        {"{\"routes\": [{\"path\": \"/a\", \"body\": \"ab\", \"drip\": \"3,1s\"}]}",
+         "routes[0].drip: 3 chunks need a body of at least 3 bytes (this one has 2)"},
+        {"{\"routes\": [{\"path\": \"/a\", \"body\": \"ab\", \"drip\": \"0\"}]}",
+         "routes[0].drip: bad drip '0'"},
+        {"{\"routes\": [{\"path\": \"/a\", \"body\": \"ab\", \"drip\": 2}]}",
+         "routes[0].drip: must be a string such as \"10,2s\""},
+        {"{\"routes\": [{\"path\": \"/a\", \"body\": \"ab\", \"drip\": \"2,2m\"}]}",
+         "routes[0].drip: 120000 ms is over --max-delay 60000 ms; raise --max-delay"},
+        {"{\"routes\": [{\"path\": \"/a\", \"fault\": \"explode\"}]}",
+         "routes[0].fault: must be \"close\", \"reset\" or \"truncate\""},
+        {"{\"routes\": [{\"path\": \"/a\", \"fault\": \"truncate\"}]}",
+         "routes[0].fault: truncate needs a body to cut"},
+        {"{\"routes\": [{\"path\": \"/a\", \"workers\": 0}]}",
+         "routes[0].workers: must be a whole number from 1 to 10000000"},
+        {"{\"routes\": [{\"path\": \"/a\", \"workers\": 2.5}]}",
+         "routes[0].workers: must be a whole number from 1 to 10000000"},
+        {"{\"routes\": [{\"path\": \"/a\", \"queue\": -1, \"workers\": 1}]}",
+         "routes[0].queue: must be a whole number from 0 to 10000000"},
+        {"{\"routes\": [{\"path\": \"/a\", \"queue\": 5}]}", "routes[0].queue: needs \"workers\""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct config cfg;

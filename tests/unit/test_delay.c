@@ -219,8 +219,37 @@ static void delay_format_ms_trims_fractions(void)
     }
 }
 
+static void delay_drip_parse_reads_chunks_and_duration(void)
+{
+    struct delay_drip d;
+    char err[160];
+    CHECK_INT(delay_drip_parse(&d, "10,2s", err, sizeof err), 0);
+    CHECK_INT(d.chunks, 10);
+    CHECK_U64(d.over_us, 2000000);
+    CHECK_INT(delay_drip_parse(&d, "3", err, sizeof err), 0);
+    CHECK_INT(d.chunks, 3);
+    CHECK_U64(d.over_us, 0);
+    CHECK_INT(delay_drip_parse(&d, "100000,250ms", err, sizeof err), 0);
+    static const char *const bad[] = {
+        "",     "0,1s",   "100001,1s", "x,1s", "-1,1s",
+        "5,",   "5,1sec", "5,25h",     ",1s",  "99999999999999999999,1s",
+        "5 ,1s"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        d.chunks = 77;
+        err[0] = '\0';
+        CHECK(delay_drip_parse(&d, bad[i], err, sizeof err) != 0);
+        CHECK(err[0] != '\0');
+        CHECK_INT(d.chunks, 77);
+    }
+    delay_drip_parse(&d, "0,1s", err, sizeof err);
+    CHECK_STR(err, "bad drip '0,1s' (want CHUNKS,DURATION with 1 to 100000 chunks, e.g. 10,2s)");
+    delay_drip_parse(&d, "5,1sec", err, sizeof err);
+    CHECK(strstr(err, "bad duration '1sec'") != NULL);
+}
+
 int main(void)
 {
+    delay_drip_parse_reads_chunks_and_duration();
     delay_duration_parse_accepts_units_and_bare_ms();
     delay_spec_parse_reads_every_form();
     delay_spec_parse_refuses_with_a_reason();

@@ -142,8 +142,90 @@ static void exchange_sleep_reports_a_cut_sleep(void)
     teardown(&f);
 }
 
+/* A drip of 4 chunks over 400 ms: nothing at the answer, chunk k at 100 ms * (k + 1), each a
+ * quarter of the body; truncate stops at half the body and asks for a cut; a plain body is sent
+ * whole. */
+static void exchange_paces_drips_and_truncation(void)
+{
+    struct fixture f;
+    struct exchange x;
+    size_t len = 0;
+    uint64_t due = 0;
+    setup(&f, 4);
+    begin(&x, &f, "GET", "/echo");
+    CHECK_INT(exchange_paced(&x), 0);
+    x.plan.body_len = 10;
+    x.sent_us = 1000;
+    CHECK_INT(exchange_body_next(&x, 1000, 0, &len, &due), EXCHANGE_BODY_SEND);
+    CHECK_INT(len, 10);
+    CHECK_INT(exchange_body_next(&x, 1000, 10, &len, &due), EXCHANGE_BODY_DONE);
+
+    x.plan.drip.chunks = 4;
+    x.plan.drip.over_us = 400000;
+    CHECK_INT(exchange_paced(&x), 1);
+    CHECK_INT(exchange_body_next(&x, 1000, 0, &len, &due), EXCHANGE_BODY_WAIT);
+    CHECK_U64(due, 101000);
+    CHECK_INT(exchange_body_next(&x, 100999, 0, &len, &due), EXCHANGE_BODY_WAIT);
+    CHECK_INT(exchange_body_next(&x, 101000, 0, &len, &due), EXCHANGE_BODY_SEND);
+    CHECK_INT(len, 2); /* 10 * 1 / 4 */
+    /* The engine sent only 1 of them: the rest of what is due comes next, at once. */
+    CHECK_INT(exchange_body_next(&x, 101000, 1, &len, &due), EXCHANGE_BODY_SEND);
+    CHECK_INT(len, 1);
+    CHECK_INT(exchange_body_next(&x, 150000, 2, &len, &due), EXCHANGE_BODY_WAIT);
+    CHECK_U64(due, 201000);
+    /* Late: everything due by then goes in one piece. */
+    CHECK_INT(exchange_body_next(&x, 350000, 2, &len, &due), EXCHANGE_BODY_SEND);
+    CHECK_INT(len, 5); /* up to 10 * 3 / 4 */
+    CHECK_INT(exchange_body_next(&x, 401000, 7, &len, &due), EXCHANGE_BODY_SEND);
+    CHECK_INT(len, 3);
+    CHECK_INT(exchange_body_next(&x, 401000, 10, &len, &due), EXCHANGE_BODY_DONE);
+
+    /* The timer of the next chunk is queued once, however often it is asked. */
+    CHECK_INT(exchange_pace(&x, &f.h, 201000), 0);
+    CHECK_INT(exchange_pace(&x, &f.h, 201000), 0);
+    CHECK_INT(x.state, EXCHANGE_SENDING);
+    CHECK(exchange_of_timer(timer_heap_pop_due(&f.h, 201000)) == &x);
+    CHECK(timer_heap_pop_due(&f.h, UINT64_MAX) == NULL);
+
+    x.plan.truncate = 1;
+    CHECK_INT(exchange_body_next(&x, 401000, 2, &len, &due), EXCHANGE_BODY_SEND);
+    CHECK_INT(len, 3); /* up to half of 10 */
+    CHECK_INT(exchange_body_next(&x, 401000, 5, &len, &due), EXCHANGE_BODY_CUT);
+    x.plan.drip.chunks = 0;
+    CHECK_INT(exchange_body_next(&x, 1000, 0, &len, &due), EXCHANGE_BODY_SEND);
+    CHECK_INT(len, 5);
+    CHECK_INT(exchange_body_next(&x, 1000, 5, &len, &due), EXCHANGE_BODY_CUT);
+    x.answered = 200;
+    exchange_end(&x, &f.h);
+    teardown(&f);
+}
+
+/* An injected fault is counted as a fault, not as a client cancel. */
+static void exchange_faults_are_not_cancels(void)
+{
+    struct fixture f;
+    struct exchange x;
+    struct stats_totals t;
+    setup(&f, 4);
+    struct route_request rq = {.method = "GET", .target = "/echo", .target_len = 5};
+    exchange_begin(&x, &f.t, stats_shard(f.st, 0), &rq);
+    x.plan.action = PLAN_RESET;
+    exchange_end(&x, &f.h);
+    exchange_begin(&x, &f.t, stats_shard(f.st, 0), &rq);
+    x.plan.action = PLAN_CLOSE;
+    exchange_end(&x, &f.h);
+    exchange_begin(&x, &f.t, stats_shard(f.st, 0), &rq);
+    exchange_end(&x, &f.h);
+    stats_totals_get(f.st, &t);
+    CHECK_U64(t.faults, 2);
+    CHECK_U64(t.cancels, 1);
+    teardown(&f);
+}
+
 int main(void)
 {
+    exchange_paces_drips_and_truncation();
+    exchange_faults_are_not_cancels();
     exchange_delayed_answer_counts_once();
     exchange_client_gone_at_fire_is_a_cancel();
     exchange_end_while_waiting_removes_the_timer();

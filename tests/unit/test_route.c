@@ -209,6 +209,24 @@ static void route_overrides_out_of_range_get_400_naming_the_parameter(void)
         {"/echo?size=-1", NULL,
          "{\"error\": \"size: '-1' is not a byte count from 0 to --max-size 1000\", "
          "\"status\": 400}"},
+        {"/echo?drip=3,1s", NULL,
+         "{\"error\": \"drip: 3 chunks need a body of at least 3 bytes (this one has 2); add "
+         "size=\", \"status\": 400}"},
+        {"/echo?drip=0", NULL,
+         "{\"error\": \"drip: bad drip '0' (want CHUNKS,DURATION with 1 to 100000 chunks, e.g. "
+         "10,2s)\", \"status\": 400}"},
+        {"/echo?size=10&drip=2,61s", NULL,
+         "{\"error\": \"drip: 61000 ms is over --max-delay 60000 ms\", \"status\": 400}"},
+        {"/echo", "X-Slowsrv-Drip: 2,1sec",
+         "{\"error\": \"drip: bad duration '1sec' (want a number with us, ms, s, m or h, e.g. "
+         "250ms or 1.5s)\", \"status\": 400}"},
+        {"/echo?fault=explode", NULL,
+         "{\"error\": \"fault: 'explode' is not close, reset, truncate or none\", "
+         "\"status\": 400}"},
+        {"/echo?size=0&fault=truncate", NULL,
+         "{\"error\": \"fault: truncate needs a body to cut; add size=\", \"status\": 400}"},
+        {"/echo?status=204&fault=truncate", NULL,
+         "{\"error\": \"fault: truncate needs a body to cut; add size=\", \"status\": 400}"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *hdrs[] = {cases[i].header, NULL};
@@ -220,6 +238,91 @@ static void route_overrides_out_of_range_get_400_naming_the_parameter(void)
     }
     test_headers = NULL;
     route_table_cleanup(&t);
+}
+
+/* ?drip= and ?fault= (and their headers) shape the plan; a fault keeps the delay; /write and
+ * /healthz take neither. */
+static void route_drip_and_fault_shape_the_plan(void)
+{
+    struct config cfg = config_defaults;
+    struct route_table t;
+    struct plan p;
+    delay_spec_fixed(&cfg.delay, 100000);
+    route_table_init(&t, &cfg);
+    plan(&t, "GET", "/test?drip=2,1s", &p);
+    CHECK_INT(p.action, PLAN_RESPOND);
+    CHECK_INT(p.drip.chunks, 2);
+    CHECK_U64(p.drip.over_us, 1000000);
+    CHECK_U64(p.delay_us, 100000);
+    CHECK_INT(p.cacheable, 0);
+    CHECK_INT(p.truncate, 0);
+    static const char *const close_hdr[] = {"X-Slowsrv-Fault: close", NULL};
+    test_headers = close_hdr;
+    plan(&t, "GET", "/test", &p);
+    CHECK_INT(p.action, PLAN_CLOSE);
+    CHECK_U64(p.delay_us, 100000);
+    test_headers = NULL;
+    plan(&t, "GET", "/test?fault=reset", &p);
+    CHECK_INT(p.action, PLAN_RESET);
+    plan(&t, "GET", "/test?fault=truncate&size=9", &p);
+    CHECK_INT(p.action, PLAN_RESPOND);
+    CHECK_INT(p.truncate, 1);
+    CHECK_INT(p.body_len, 9);
+    plan(&t, "GET", "/test?fault=none", &p);
+    CHECK_INT(p.action, PLAN_RESPOND);
+    CHECK_INT(p.truncate, 0);
+    plan(&t, "POST", "/write?fault=reset", &p);
+    CHECK_INT(p.status, 400);
+    CHECK_STR(p.body, "{\"error\": \"drip, fault: only on routes with a fixed answer (not "
+                      "/write)\", \"status\": 400}");
+    plan(&t, "GET", "/healthz?fault=reset", &p);
+    CHECK_INT(p.action, PLAN_RESPOND);
+    CHECK_INT(p.status, 200);
+    route_table_cleanup(&t);
+}
+
+/* A config route's drip, fault and worker pool; the global pool stays for the others. */
+static void route_config_shapes_and_pools(void)
+{
+    struct config cfg = config_defaults;
+    struct config_route routes[2];
+    struct route_table t;
+    struct plan p;
+    char slow[] = "/slow", body[] = "0123456789", broken[] = "/broken";
+    memset(routes, 0, sizeof routes);
+    routes[0].path = slow;
+    routes[0].status = 200;
+    routes[0].body = body;
+    routes[0].body_len = 10;
+    routes[0].drip.chunks = 5;
+    routes[0].drip.over_us = 500000;
+    routes[0].workers = 2;
+    routes[0].queue = 1;
+    routes[1].path = broken;
+    routes[1].status = 200;
+    routes[1].fault = CONFIG_FAULT_RESET;
+    cfg.routes = routes;
+    cfg.nroutes = 2;
+    cfg.workers = 7;
+    CHECK_INT(route_table_init_pool(&t, &cfg), 0);
+    plan(&t, "GET", "/slow", &p);
+    CHECK_INT(p.drip.chunks, 5);
+    CHECK_INT(p.cacheable, 0);
+    CHECK(p.route->pool != NULL && p.route->pool != t.pool);
+    CHECK_INT(p.route->pool->workers, 2);
+    CHECK_INT(p.route->pool->queue_max, 1);
+    plan(&t, "GET", "/slow?drip=none", &p);
+    CHECK_INT(p.status, 400);
+    plan(&t, "GET", "/broken", &p);
+    CHECK_INT(p.action, PLAN_RESET);
+    plan(&t, "GET", "/broken?fault=none", &p);
+    CHECK_INT(p.action, PLAN_RESPOND);
+    plan(&t, "GET", "/test", &p);
+    CHECK(p.route->pool == NULL);
+    CHECK_INT(t.pool->workers, 7);
+    route_table_flush(&t);
+    route_table_cleanup(&t);
+    CHECK(t.pool == NULL);
 }
 
 static void route_no_overrides_ignores_them(void)
@@ -376,6 +479,8 @@ static void route_refuses_oversized_targets_and_headers(void)
 
 int main(void)
 {
+    route_drip_and_fault_shape_the_plan();
+    route_config_shapes_and_pools();
     route_refuses_oversized_targets_and_headers();
     route_error_bodies_stay_valid_json_whatever_the_input();
     route_overrides_change_delay_status_and_size();
