@@ -23,6 +23,10 @@ const struct config config_defaults = {
     .seed_set = 0,
     .grace_us = 5ULL * 1000000,
     .idle_timeout_us = 60ULL * 1000000,
+    .header_timeout_us = 30ULL * 1000000,
+    .max_request_line = 8192,
+    .max_header_size = 8192,
+    .max_requests = 0,
     .no_overrides = 0,
     .max_size = 16ULL << 20,
     .error_rate = 0,
@@ -100,8 +104,18 @@ static const struct opt_def opt_defs[] = {
     {"idle-timeout", 0, OPT_DURATION, OFF(idle_timeout_us), 0, 3600ULL * 1000000, "TIME",
      "close a connection that sends nothing for this long, 0 never; not while a request "
      "waits on its delay (60s)"},
+    {"header-timeout", 0, OPT_DURATION, OFF(header_timeout_us), 0, 3600ULL * 1000000, "TIME",
+     "close a connection whose request line and headers take longer than this, from its "
+     "opening or its request line (slowloris); 0 never (30s)"},
+    {"max-request-line", 0, OPT_BYTES, OFF(max_request_line), 256, 1 << 20, "BYTES",
+     "longest request target; beyond it 414 (8K)"},
+    {"max-header-size", 0, OPT_BYTES, OFF(max_header_size), 1024, 1 << 20, "BYTES",
+     "largest request header block; beyond it 431 (8K)"},
+    {"max-requests", 0, OPT_COUNT, OFF(max_requests), 0, 1000000000, "N",
+     "HTTP/1.1 requests one connection may make, kept alive or pipelined; the Nth answer "
+     "closes it; 0 unlimited (0)"},
     {"no-overrides", 0, OPT_FLAG, OFF(no_overrides), 0, 0, "",
-     "ignore per-request ?delay= ?status= ?size= and X-Slowsrv-* headers"},
+     "ignore per-request ?delay= ?status= ?size= ?drip= ?fault= and X-Slowsrv-* headers"},
     {"max-size", 0, OPT_BYTES, OFF(max_size), 0, 1ULL << 30, "BYTES",
      "largest ?size= body; beyond it 400 (16M)"},
     {"error-rate", 0, OPT_RATE, OFF(error_rate), 0, 0, "RATE",
@@ -180,6 +194,21 @@ static int parse_bytes(const char *s, uint64_t *out)
 }
 
 /* Applies one textual value to cfg. On failure writes the reason into why. */
+/* Writes a byte count the way sizes are given: "1024G", "8K", "256" (bytes). */
+static void format_bytes(uint64_t v, char *buf, size_t len)
+{
+    static const char units[] = "KMGT";
+    int u = -1;
+    while (v >= 1024 && v % 1024 == 0 && u < 3) {
+        v /= 1024;
+        u++;
+    }
+    if (u < 0)
+        snprintf(buf, len, "%llu bytes", (unsigned long long)v);
+    else
+        snprintf(buf, len, "%llu%c", (unsigned long long)v, units[u]);
+}
+
 static int set_value(struct config *cfg, const struct opt_def *d, const char *val, char *why,
                      size_t whylen)
 {
@@ -213,8 +242,10 @@ static int set_value(struct config *cfg, const struct opt_def *d, const char *va
         return 0;
     case OPT_BYTES:
         if (parse_bytes(val, &v) != 0 || v < d->min || v > d->max) {
-            snprintf(why, whylen, "'%s' is not a size from %llu bytes to 1024G (e.g. 512M)", val,
-                     (unsigned long long)d->min);
+            char lo[24], hi[24];
+            format_bytes(d->min, lo, sizeof lo);
+            format_bytes(d->max, hi, sizeof hi);
+            snprintf(why, whylen, "'%s' is not a size from %s to %s (e.g. 512M)", val, lo, hi);
             return -EINVAL;
         }
         *(uint64_t *)(void *)field = v;

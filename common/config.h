@@ -95,15 +95,19 @@ struct config {
     unsigned threads;           /* event loops; resolved to >= 1 by config_load */
     enum config_model model;
     unsigned max_connections;
-    uint64_t max_body;        /* bytes */
-    uint64_t max_delay_us;    /* ceiling of every delay, configured or requested */
-    uint64_t seed;            /* seed of every random draw */
-    int seed_set;             /* 1 if --seed was given; else `seed` is random per start */
-    uint64_t grace_us;        /* drain time on SIGTERM */
-    uint64_t idle_timeout_us; /* close a connection silent this long; 0: never */
-    int no_overrides;         /* 1: ignore per-request delay=, status=, size= and headers */
-    uint64_t max_size;        /* ceiling of size= */
-    double error_rate;        /* share of requests answered error_status, 0..1 */
+    uint64_t max_body;          /* bytes */
+    uint64_t max_delay_us;      /* ceiling of every delay, configured or requested */
+    uint64_t seed;              /* seed of every random draw */
+    int seed_set;               /* 1 if --seed was given; else `seed` is random per start */
+    uint64_t grace_us;          /* drain time on SIGTERM */
+    uint64_t idle_timeout_us;   /* close a connection silent this long; 0: never */
+    uint64_t header_timeout_us; /* close a connection whose headers take this long; 0: never */
+    uint64_t max_request_line;  /* longest request target; beyond it 414 */
+    uint64_t max_header_size;   /* largest header block; beyond it 431 */
+    unsigned max_requests;      /* HTTP/1.1 requests per connection; 0: unlimited */
+    int no_overrides;           /* 1: ignore per-request delay=, status=, size= and headers */
+    uint64_t max_size;          /* ceiling of size= */
+    double error_rate;          /* share of requests answered error_status, 0..1 */
     unsigned error_status;
     unsigned workers; /* requests in service at once; 0: unbounded */
     unsigned queue;   /* requests waiting for a worker, FIFO */

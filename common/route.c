@@ -92,6 +92,8 @@ void route_table_init(struct route_table *t, const struct config *cfg)
     t->max_delay_us = cfg->max_delay_us;
     t->overrides = !cfg->no_overrides;
     t->max_size = cfg->max_size;
+    t->max_target = cfg->max_request_line;
+    t->max_headers = cfg->max_header_size;
     t->error_rate = cfg->error_rate;
     t->error_status = cfg->error_status;
     atomic_init(&t->filler, NULL);
@@ -467,12 +469,18 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
     out->route = NULL;
     out->stats_id = ROUTE_STATS_OTHER(t);
     out->allow = NULL;
-    if (rq->target_len > ROUTE_TARGET_MAX) {
-        route_plan_error(out, 414, "request target over 8192 bytes");
+    if ((rq->target_bytes ? rq->target_bytes : rq->target_len) > t->max_target) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "request target over %llu bytes (--max-request-line)",
+                 (unsigned long long)t->max_target);
+        route_plan_error(out, 414, msg);
         return;
     }
-    if (rq->header_bytes > ROUTE_HEADERS_MAX) {
-        route_plan_error(out, 431, "request headers over 8192 bytes");
+    if (rq->header_bytes > t->max_headers) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "request headers over %llu bytes (--max-header-size)",
+                 (unsigned long long)t->max_headers);
+        route_plan_error(out, 431, msg);
         return;
     }
 

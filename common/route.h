@@ -27,10 +27,6 @@
 #include "stats.h"
 
 #define ROUTE_MAX 64
-/* Longest request target and header block accepted; beyond them 414 and 431. slowsrv's
- * libmicrohttpd enforces about the same with its 8 KiB per-connection pool. */
-#define ROUTE_TARGET_MAX 8192
-#define ROUTE_HEADERS_MAX 8192
 #define ROUTE_TIMING_LEN 48
 
 enum route_kind {
@@ -68,6 +64,8 @@ struct route_table {
     uint64_t max_delay_us;
     int overrides; /* 1 unless --no-overrides */
     uint64_t max_size;
+    uint64_t max_target;  /* --max-request-line: longer targets get 414 */
+    uint64_t max_headers; /* --max-header-size: larger header blocks get 431 */
     double error_rate;
     unsigned error_status;
     _Atomic uint64_t seq[ROUTE_MAX]; /* requests planned per route: the draw index */
@@ -132,6 +130,7 @@ struct route_request {
     const struct sockaddr *peer; /* the client's address, for the access log; may be NULL */
     const char *raw_target;      /* the target as received, for the access log; NULL: `target` */
     size_t header_bytes;         /* size of the header block; 0 where the engine limits it */
+    size_t target_bytes; /* length of the target as received, when `target` lacks its query */
 };
 
 /* Fills *t with the built-in routes (GET /test, POST /write, any method / and /echo,
@@ -155,8 +154,8 @@ void route_table_cleanup(struct route_table *t);
 /* Number of stats ids the table needs: one per route plus ROUTE_STATS_OTHER. */
 size_t route_stats_count(const struct route_table *t);
 
-/* Plans the answer to rq. Always fills *out: a target over ROUTE_TARGET_MAX gives 414, headers
- * over ROUTE_HEADERS_MAX 431, an unknown path 404, a wrong method 405, an override out of
+/* Plans the answer to rq. Always fills *out: a target over max_target gives 414, headers over
+ * max_headers 431, an unknown path 404, a wrong method 405, an override out of
  * range 400, each with a JSON error body. Thread-safe. */
 void route_plan(struct route_table *t, const struct route_request *rq, struct plan *out);
 

@@ -406,6 +406,31 @@ static void take_inbox(struct h2o_loop *loop)
     }
 }
 
+/* What slowsrv keeps of a connection: the socket's on_close data. */
+struct h2o_conn_state {
+    struct h2o_loop *loop;
+    unsigned requests; /* begun on this connection */
+};
+
+static void on_conn_close(void *data)
+{
+    struct h2o_conn_state *c = data;
+    service_conn_closed(&c->loop->srv->svc);
+    free(c);
+}
+
+/* --max-requests: the Nth HTTP/1.1 request of a connection is answered with Connection: close,
+ * and what was pipelined after it goes with the connection. */
+static void count_request(h2o_req_t *req, const struct config *cfg)
+{
+    h2o_socket_t *sock =
+        req->conn->callbacks->get_socket ? req->conn->callbacks->get_socket(req->conn) : NULL;
+    struct h2o_conn_state *c =
+        sock && sock->on_close.cb == on_conn_close ? sock->on_close.data : NULL;
+    if (c && ++c->requests >= cfg->max_requests && cfg->max_requests && req->version < 0x200)
+        req->http1_is_persistent = 0;
+}
+
 /* libh2o 2.2.5 takes much larger header blocks than libmicrohttpd; the core holds both engines
  * to the same limits. */
 static size_t header_bytes(const h2o_req_t *req)
@@ -441,6 +466,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
                                .header_bytes = header_bytes(req)};
     exchange_begin(&r->x, &loop->srv->svc.routes, loop->shard, &in);
     loop->active++;
+    count_request(req, loop->srv->cfg);
     if (r->x.plan.action != PLAN_UPLOAD && req->entity.base)
         exchange_body_bytes(&r->x, req->entity.len);
     switch (exchange_admit(&r->x, on_admit)) {
@@ -453,12 +479,6 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         go(r);
         return 0;
     }
-}
-
-static void on_conn_close(void *data)
-{
-    struct h2o_loop *loop = data;
-    service_conn_closed(&loop->srv->svc);
 }
 
 static void on_accept(h2o_socket_t *listener, const char *err)
@@ -474,8 +494,16 @@ static void on_accept(h2o_socket_t *listener, const char *err)
             h2o_socket_close(sock);
             continue;
         }
+        struct h2o_conn_state *c = malloc(sizeof *c);
+        if (!c) {
+            service_conn_closed(&loop->srv->svc);
+            h2o_socket_close(sock);
+            continue;
+        }
+        c->loop = loop;
+        c->requests = 0;
         sock->on_close.cb = on_conn_close;
-        sock->on_close.data = loop;
+        sock->on_close.data = c;
         h2o_accept(&loop->accept_ctx, sock);
     }
 }
@@ -642,14 +670,15 @@ static int setup_globalconf(struct h2o_server *srv, char *err)
     h2o_config_init(g);
     g->server_name = h2o_iovec_init(H2O_STRLIT(""));
     g->max_request_entity_size = srv->cfg->max_body;
-    /* libh2o times an HTTP/1 request from its first byte to its last (body included) and an idle
-     * keep-alive connection with the same value; HTTP/2 has an idle timeout of its own. */
-    if (srv->cfg->idle_timeout_us) {
-        g->http1.req_timeout = srv->cfg->idle_timeout_us / 1000;
-        g->http2.idle_timeout = srv->cfg->idle_timeout_us / 1000;
-    } else {
-        g->http1.req_timeout = g->http2.idle_timeout = UINT32_MAX;
-    }
+    /* libh2o 2.2.5 has one clock for an HTTP/1 request: from the connection's opening or the
+     * previous answer to the request's last byte (headers, then body), so it serves as both
+     * --header-timeout and --idle-timeout: the shorter of the two (0 is never), so that neither
+     * bound is ever exceeded. HTTP/2 has an idle timeout of its own. */
+    uint64_t ht = srv->cfg->header_timeout_us, it = srv->cfg->idle_timeout_us;
+    uint64_t h1 = !ht ? it : !it ? ht : ht < it ? ht : it;
+    g->http1.req_timeout = h1 ? h1 / 1000 : UINT32_MAX;
+    g->http2.idle_timeout =
+        srv->cfg->idle_timeout_us ? srv->cfg->idle_timeout_us / 1000 : UINT32_MAX;
     h2o_hostconf_t *host =
         h2o_config_register_host(g, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);

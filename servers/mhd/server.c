@@ -35,8 +35,20 @@ struct request {
     struct exchange x; /* first member: a popped timer node leads back to the request */
     struct MHD_Connection *conn;
     struct mhd_loop *loop;
-    int started;   /* exchange_begin ran */
-    char *raw_uri; /* the target as received, query included: kept for the access log only */
+    int started;     /* exchange_begin ran */
+    int close_after; /* the connection's last request (--max-requests): answer, then close */
+    char *raw_uri;   /* the target as received, query included: kept for the access log only */
+};
+
+/* What slowsrv keeps of a connection (its socket context): libmicrohttpd has no header-read
+ * timeout of its own (its timeout is for silence, which a slowloris never is), so each loop
+ * keeps its connections in a list that it sweeps for overdue header blocks. */
+struct conn_watch {
+    struct conn_watch *prev, *next;
+    int fd;
+    _Atomic uint64_t deadline; /* headers due by then (timer_now_us); 0 while none are read */
+    unsigned requests;         /* begun on this connection */
+    size_t target_bytes;       /* the current request's target, query included */
 };
 
 struct mhd_loop {
@@ -58,6 +70,13 @@ struct mhd_loop {
     struct stats_shard *shard;
     atomic_size_t active; /* requests begun and not completed */
     struct MHD_Response *cache[ROUTE_MAX];
+    /* Connections, for --header-timeout: added and removed by libmicrohttpd's callbacks, swept
+     * by the loop's thread (thread-per-connection: a thread of its own). */
+    pthread_mutex_t watch_lock;
+    struct conn_watch *watched;
+    uint64_t next_sweep;
+    pthread_t watch_thread; /* thread-per-connection only */
+    int watch_started;
 };
 
 struct mhd_server {
@@ -246,7 +265,7 @@ static enum MHD_Result respond(struct request *rq)
         if (!resp)
             return MHD_NO;
         fresh = 1;
-    } else if (rq->x.plan.cacheable && rq->x.plan.route) {
+    } else if (rq->x.plan.cacheable && rq->x.plan.route && !rq->close_after) {
         resp = rq->loop->cache[rq->x.plan.route_id];
     }
     if (!resp) {
@@ -255,6 +274,10 @@ static enum MHD_Result respond(struct request *rq)
     }
     if (!resp)
         return MHD_NO;
+    /* --max-requests: the last answer on this connection; pipelined requests after it are
+     * dropped with the connection. */
+    if (rq->close_after)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(rq->conn, rq->x.plan.status, resp);
     if (fresh)
         MHD_destroy_response(resp);
@@ -405,6 +428,36 @@ static enum MHD_Result begin_upload(struct request *rq)
     return rc == 1 ? respond(rq) : MHD_YES;
 }
 
+static void watch_arm(struct mhd_loop *loop, struct conn_watch *w)
+{
+    uint64_t t = loop->srv->cfg->header_timeout_us;
+    if (t && w && atomic_load_explicit(&w->deadline, memory_order_relaxed) == 0)
+        atomic_store_explicit(&w->deadline, timer_now_us() + t, memory_order_relaxed);
+}
+
+static struct conn_watch *watch_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static enum MHD_Result add_header_bytes(void *cls, enum MHD_ValueKind kind, const char *key,
+                                        const char *value)
+{
+    (void)kind;
+    *(size_t *)cls += strlen(key) + (value ? strlen(value) : 0) + 4;
+    return MHD_YES;
+}
+
+/* Size of the request's header block, for --max-header-size ("Name: value\r\n" each). */
+static size_t header_bytes(struct MHD_Connection *conn)
+{
+    size_t n = 0;
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, add_header_bytes, &n);
+    return n;
+}
+
 static struct mhd_loop *loop_of(void *cls)
 {
     return cls;
@@ -424,6 +477,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         rq->conn = conn;
         rq->loop = loop;
         rq->started = 1;
+        struct conn_watch *w = watch_of(conn);
+        if (w) {
+            atomic_store_explicit(&w->deadline, 0, memory_order_relaxed);
+            w->requests++;
+            unsigned max = loop->srv->cfg->max_requests;
+            rq->close_after = max && w->requests >= max;
+        }
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         struct route_request in = {.method = method,
@@ -432,7 +492,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                    .lookup = on_lookup,
                                    .ctx = conn,
                                    .peer = ci ? ci->client_addr : NULL,
-                                   .raw_target = rq->raw_uri};
+                                   .raw_target = rq->raw_uri,
+                                   .header_bytes = header_bytes(conn),
+                                   .target_bytes = w ? w->target_bytes : 0};
         exchange_begin(&rq->x, &loop->srv->svc.routes, loop->shard, &in);
         atomic_fetch_add_explicit(&loop->active, 1, memory_order_relaxed);
         *req_cls = rq;
@@ -488,18 +550,83 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                           enum MHD_ConnectionNotificationCode toe)
 {
     struct mhd_loop *loop = cls;
-    (void)conn;
-    (void)socket_context;
-    if (toe == MHD_CONNECTION_NOTIFY_CLOSED)
-        service_conn_closed(&loop->srv->svc);
+    struct conn_watch *w = *socket_context;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!ci || !(w = calloc(1, sizeof *w)))
+            return;
+        w->fd = ci->connect_fd;
+        /* The first request's headers are due from the connection's opening, as in nginx. */
+        watch_arm(loop, w);
+        pthread_mutex_lock(&loop->watch_lock);
+        w->next = loop->watched;
+        if (w->next)
+            w->next->prev = w;
+        loop->watched = w;
+        pthread_mutex_unlock(&loop->watch_lock);
+        *socket_context = w;
+        return;
+    }
+    service_conn_closed(&loop->srv->svc);
+    if (!w)
+        return;
+    pthread_mutex_lock(&loop->watch_lock);
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        loop->watched = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    pthread_mutex_unlock(&loop->watch_lock);
+    free(w);
+    *socket_context = NULL;
 }
 
-/* With an access log, keeps the target as received: libmicrohttpd hands the handler the path
- * without its query. The record it returns becomes the request's. */
+/* Shuts down the connections whose headers are overdue: libmicrohttpd then reads the end of
+ * the stream and closes them itself, freeing their memory. */
+static void sweep_watched(struct mhd_loop *loop, uint64_t now)
+{
+    size_t cut = 0;
+    if (!loop->srv->cfg->header_timeout_us || now < loop->next_sweep)
+        return;
+    loop->next_sweep = now + 100000;
+    pthread_mutex_lock(&loop->watch_lock);
+    for (struct conn_watch *w = loop->watched; w; w = w->next) {
+        uint64_t d = atomic_load_explicit(&w->deadline, memory_order_relaxed);
+        if (d && now >= d) {
+            atomic_store_explicit(&w->deadline, 0, memory_order_relaxed);
+            shutdown(w->fd, SHUT_RDWR);
+            cut++;
+        }
+    }
+    pthread_mutex_unlock(&loop->watch_lock);
+    if (cut)
+        LOG(loop->srv->log, LOG_LEVEL_DEBUG, "closed %zu connections over --header-timeout", cut);
+}
+
+/* thread-per-connection: no loop of ours runs, so a thread sweeps. */
+static void *watch_main(void *arg)
+{
+    struct mhd_loop *loop = arg;
+    while (!atomic_load_explicit(&loop->srv->stopping, memory_order_acquire)) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        sweep_watched(loop, timer_now_us());
+    }
+    return NULL;
+}
+
+/* The request line is in. With an access log, keeps the target as received: libmicrohttpd hands
+ * the handler the path without its query. The record it returns becomes the request's. */
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     struct mhd_loop *loop = cls;
-    (void)conn;
+    /* A later request on a kept-alive connection: its headers are due from its request line. */
+    struct conn_watch *w = watch_of(conn);
+    watch_arm(loop, w);
+    if (w)
+        w->target_bytes = strlen(uri);
     if (!loop->srv->svc.routes.access)
         return NULL;
     struct request *rq = calloc(1, sizeof *rq);
@@ -619,6 +746,7 @@ static void *loop_main(void *arg)
 
     for (;;) {
         uint64_t now = timer_now_us();
+        sweep_watched(loop, now);
         /* Let MHD answer what was just resumed before waiting again. */
         if (fire_due(loop, now, 0) && !srv->internal)
             MHD_run(loop->daemon);
@@ -656,6 +784,14 @@ static void *loop_main(void *arg)
     return NULL;
 }
 
+/* The per-connection pool holds the request line and headers: 8 KiB, or what the limits ask. */
+static size_t conn_memory(const struct config *cfg)
+{
+    if (cfg->max_request_line <= 8192 && cfg->max_header_size <= 8192)
+        return CONN_MEMORY_LIMIT;
+    return (size_t)(cfg->max_request_line + cfg->max_header_size) + 2048;
+}
+
 static unsigned daemon_flags(const struct config *cfg)
 {
     unsigned flags = MHD_USE_ERROR_LOG;
@@ -687,7 +823,7 @@ static int start_daemon(struct mhd_loop *loop, unsigned conn_limit, char *err)
     OPT(MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, (void *)(uintptr_t)srv->log);
     OPT(MHD_OPTION_LISTEN_SOCKET, loop->listen_fd, NULL);
     OPT(MHD_OPTION_CONNECTION_LIMIT, conn_limit, NULL);
-    OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONN_MEMORY_LIMIT, NULL);
+    OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, conn_memory(srv->cfg), NULL);
     /* In seconds. libmicrohttpd never times out a suspended (waiting) connection. It also
      * reclaims the connections its epoll mode loses when a client closes mid-body. */
     OPT(MHD_OPTION_CONNECTION_TIMEOUT, (srv->cfg->idle_timeout_us + 999999) / 1000000, NULL);
@@ -796,6 +932,7 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
         if (!srv->internal && !srv->tpc)
             loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         pthread_mutex_init(&loop->lock, NULL);
+        pthread_mutex_init(&loop->watch_lock, NULL);
         monotonic_cond_init(&loop->wake);
     }
     for (size_t i = 0; i < srv->nloops; i++) {
@@ -815,6 +952,14 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
         rc = start_daemon(loop, per_loop, err);
         if (rc != 0)
             break;
+        if (srv->tpc && cfg->header_timeout_us) {
+            rc = -pthread_create(&loop->watch_thread, NULL, watch_main, loop);
+            if (rc != 0) {
+                snprintf(err, NET_ERR_LEN, "pthread_create: %s", strerror(-rc));
+                break;
+            }
+            loop->watch_started = 1;
+        }
         if (!srv->tpc) {
             rc = -pthread_create(&loop->thread, NULL, loop_main, loop);
             if (rc != 0) {
@@ -890,6 +1035,9 @@ void mhd_server_stop(struct mhd_server *srv)
         if (loop->thread_started)
             pthread_join(loop->thread, NULL);
         loop->thread_started = 0;
+        if (loop->watch_started)
+            pthread_join(loop->watch_thread, NULL);
+        loop->watch_started = 0;
         if (loop->daemon)
             MHD_stop_daemon(loop->daemon);
         loop->daemon = NULL;
@@ -909,6 +1057,7 @@ void mhd_server_free(struct mhd_server *srv)
         if (loop->srv) {
             pthread_cond_destroy(&loop->wake);
             pthread_mutex_destroy(&loop->lock);
+            pthread_mutex_destroy(&loop->watch_lock);
         }
         if (loop->wake_fd >= 0)
             close(loop->wake_fd);

@@ -283,12 +283,14 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
 
 static CURL *easy_for(const struct target *t, const char *method, const char *path, struct reply *r)
 {
-    char url[512];
+    size_t ulen = strlen(path) + 64;
+    char *url = malloc(ulen);
     CURL *c = curl_easy_init();
     memset(r, 0, sizeof *r);
     r->started = now_seconds();
-    snprintf(url, sizeof url, "%s://127.0.0.1:%u%s", t->tls ? "https" : "http", t->port, path);
-    curl_easy_setopt(c, CURLOPT_URL, url);
+    snprintf(url, ulen, "%s://127.0.0.1:%u%s", t->tls ? "https" : "http", t->port, path);
+    curl_easy_setopt(c, CURLOPT_URL, url); /* libcurl keeps a copy */
+    free(url);
     curl_easy_setopt(c, CURLOPT_HTTP_VERSION,
                      t->http_version ? t->http_version : (long)CURL_HTTP_VERSION_1_1);
     if (t->tls) {

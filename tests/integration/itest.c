@@ -1584,6 +1584,111 @@ static void hostile_slowloris_2000(void)
     stop_expect_clean(&s);
 }
 
+/* --header-timeout cuts slowloris connections that never finish their headers, however busy they
+ * keep the socket; an honest client is served meanwhile. */
+static void hostile_header_timeout_cuts_slowloris(void)
+{
+    struct server s;
+    static int fds[200];
+    struct trickle t = {0, fds, 200, 0};
+    pthread_t th;
+    START(&s, "--delay", "100ms", "--header-timeout", "1s");
+    for (size_t i = 0; i < t.n; i++) {
+        fds[i] = raw_connect(s.port);
+        if (fds[i] >= 0 && send_all(fds[i], "GET /test HTTP/1.1\r\nHost: x\r\n", 29) != 0) {
+            close(fds[i]);
+            fds[i] = -1;
+        }
+    }
+    double t0 = now_seconds();
+    pthread_create(&th, NULL, run_trickle, &t);
+    honest(s.port, "/test", "ok", 0.09, 0.8);
+    while (now_seconds() - t0 < 0.6)
+        usleep(20 * 1000);
+    size_t early = 0;
+    for (size_t i = 0; i < t.n; i++)
+        early += fds[i] < 0;
+    while (now_seconds() - t0 < 3.0)
+        usleep(50 * 1000);
+    t.stop = 1;
+    pthread_join(th, NULL);
+    size_t cut = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        cut += fds[i] < 0;
+        if (fds[i] >= 0)
+            close(fds[i]);
+    }
+    CHECK_INT(early, 0);
+    CHECK_INT(cut, 200);
+    honest(s.port, "/test", "ok", 0.09, 0.8);
+    cJSON *j = settled_stats(h1(&s));
+    if (json_number(j, "connections.open") > 2)
+        CHECK_FAIL_("%.0f connections still open", json_number(j, "connections.open"));
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
+/* --max-requests 3: of 10 requests pipelined on one connection, exactly 3 are answered, the last
+ * with Connection: close, and the connection closes; the next connection is served. */
+static void max_requests_caps_pipelining(void)
+{
+    struct server s;
+    char buf[65536];
+    START(&s, "--max-requests", "3");
+    int fd = raw_connect(s.port);
+    static const char one[] = "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n";
+    char req[sizeof one * 10] = "";
+    for (size_t i = 0; i < 10; i++)
+        memcpy(req + i * (sizeof one - 1), one, sizeof one);
+    CHECK_INT(send_all(fd, req, strlen(req)), 0);
+    struct timeval tv = {3, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof buf - 1 && (n = recv(fd, buf + got, sizeof buf - 1 - got, 0)) > 0)
+        got += (size_t)n;
+    buf[got] = '\0';
+    CHECK(n == 0); /* closed by the server, not timed out */
+    close(fd);
+    size_t answers = 0, closes = 0;
+    for (char *p = buf; (p = strstr(p, "HTTP/1.1 200")) != NULL; p++)
+        answers++;
+    for (char *p = buf; (p = strcasestr(p, "Connection: close")) != NULL; p++)
+        closes++;
+    CHECK_INT(answers, 3);
+    CHECK_INT(closes, 1);
+    honest(s.port, "/echo", "OK", 0, 0.5);
+    stop_expect_clean(&s);
+}
+
+/* --max-request-line and --max-header-size move the 414 and 431 limits, with JSON answers. */
+static void request_limits_follow_options(void)
+{
+    struct server s;
+    struct reply r;
+    static char path[20000], hdr[4000];
+    START(&s, "--max-request-line", "16K", "--max-header-size", "2K");
+    memcpy(path, "/echo?pad=", 10);
+    memset(path + 10, 'a', 12000);
+    http_request(s.port, "GET", path, NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(r.body, "OK");
+    memset(path + 10, 'a', 17000);
+    http_request(s.port, "GET", path, NULL, NULL, &r);
+    CHECK_INT(r.status, 414);
+    CHECK_STR(r.body, "{\"error\": \"request target over 16384 bytes (--max-request-line)\", "
+                      "\"status\": 414}");
+    memcpy(hdr, "X-Big: ", 7);
+    memset(hdr + 7, 'b', 3000);
+    const char *hdrs[] = {hdr, NULL};
+    http_request(s.port, "GET", "/echo", NULL, hdrs, &r);
+    CHECK_INT(r.status, 431);
+    CHECK_STR(r.body, "{\"error\": \"request headers over 2048 bytes (--max-header-size)\", "
+                      "\"status\": 431}");
+    honest(s.port, "/echo", "OK", 0, 0.5);
+    stop_expect_clean(&s);
+}
+
 /* 500 uploads stop mid-body: the honest upload is exact, and --idle-timeout cuts the stalled
  * ones and frees them. */
 static void hostile_stalled_uploads_500(void)
@@ -2025,6 +2130,9 @@ static const struct {
     {"h2_reset_streams_cancel_at_once", h2_reset_streams_cancel_at_once},
     {"binaries_answer_alike", binaries_answer_alike},
     {"overrides_shape_each_request", overrides_shape_each_request},
+    {"hostile_header_timeout_cuts_slowloris", hostile_header_timeout_cuts_slowloris},
+    {"max_requests_caps_pipelining", max_requests_caps_pipelining},
+    {"request_limits_follow_options", request_limits_follow_options},
     {"h2_drip_and_faults", h2_drip_and_faults},
     {"drip_and_faults", drip_and_faults},
     {"config_routes_drip_fail_and_pool", config_routes_drip_fail_and_pool},

@@ -35,6 +35,11 @@ static void config_defaults_match_the_contract(void)
     CHECK_U64(cfg.seed, 99);
     CHECK_INT(cfg.seed_set, 0);
     CHECK_INT(cfg.threads, sysconf(_SC_NPROCESSORS_ONLN));
+    CHECK_U64(cfg.idle_timeout_us, 60000000);
+    CHECK_U64(cfg.header_timeout_us, 30000000);
+    CHECK_U64(cfg.max_request_line, 8192);
+    CHECK_U64(cfg.max_header_size, 8192);
+    CHECK_INT(cfg.max_requests, 0);
 }
 
 static void config_flags_set_every_option(void)
@@ -113,7 +118,16 @@ static void config_refusals_name_the_source_and_key(void)
     } cases[] = {
         {{"--port", "65536"}, {NULL}, "--port: '65536' is not a port from 0 to 65535"},
         {{"--threads", "x"}, {NULL}, "--threads: 'x' is not a whole number from 1 to 1024"},
-        {{"--max-body", "0"}, {NULL}, "--max-body: '0' is not a size"},
+        {{"--max-body", "0"}, {NULL}, "--max-body: '0' is not a size from 1 bytes to 1T"},
+        {{"--max-header-size", "512"},
+         {NULL},
+         "--max-header-size: '512' is not a size from 1K to 1M (e.g. 512M)"},
+        {{"--max-request-line", "2M"}, {NULL}, "--max-request-line: '2M' is not a size from 256 "},
+        {{"--header-timeout", "2h"}, {NULL}, "--header-timeout: "},
+        {{"--max-requests", "-3"}, {NULL}, "--max-requests: '-3' is not a whole number from 0"},
+        {{NULL},
+         {"SLOWSRV_HEADER_TIMEOUT=soon"},
+         "SLOWSRV_HEADER_TIMEOUT: 'soon' is not a duration"},
         {{"--bind", ""}, {NULL}, "--bind: '' is not an address"},
         {{"--seed", "-1"}, {NULL}, "--seed: '-1' is not a whole number"},
         {{NULL}, {"SLOWSRV_MODEL=fork"}, "SLOWSRV_MODEL: unknown model 'fork'"},

@@ -456,24 +456,43 @@ static void route_refuses_oversized_targets_and_headers(void)
 {
     struct route_table t;
     struct plan p;
-    static char target[ROUTE_TARGET_MAX + 2];
+    static char target[20000];
     route_table_init(&t, &config_defaults);
     memset(target, 'a', sizeof target - 1);
     target[0] = '/';
-    struct route_request rq = {.method = "GET", .target = target, .target_len = ROUTE_TARGET_MAX};
+    struct route_request rq = {.method = "GET", .target = target, .target_len = 8192};
     route_plan(&t, &rq, &p);
     CHECK_INT(p.status, 404);
-    rq.target_len = ROUTE_TARGET_MAX + 1;
+    rq.target_len = 8193;
     route_plan(&t, &rq, &p);
     CHECK_INT(p.status, 414);
-    CHECK_STR(p.body, "{\"error\": \"request target over 8192 bytes\", \"status\": 414}");
+    CHECK_STR(p.body, "{\"error\": \"request target over 8192 bytes (--max-request-line)\", "
+                      "\"status\": 414}");
     struct route_request big = {
-        .method = "GET", .target = "/echo", .target_len = 5, .header_bytes = ROUTE_HEADERS_MAX + 1};
+        .method = "GET", .target = "/echo", .target_len = 5, .header_bytes = 8193};
     route_plan(&t, &big, &p);
     CHECK_INT(p.status, 431);
-    big.header_bytes = ROUTE_HEADERS_MAX;
+    CHECK_STR(p.body, "{\"error\": \"request headers over 8192 bytes (--max-header-size)\", "
+                      "\"status\": 431}");
+    big.header_bytes = 8192;
     route_plan(&t, &big, &p);
     CHECK_INT(p.status, 200);
+    route_table_cleanup(&t);
+
+    /* The limits follow --max-request-line and --max-header-size. */
+    struct config cfg = config_defaults;
+    cfg.max_request_line = 16384;
+    cfg.max_header_size = 2048;
+    route_table_init(&t, &cfg);
+    rq.target_len = 16384;
+    route_plan(&t, &rq, &p);
+    CHECK_INT(p.status, 404);
+    rq.target_len = 16385;
+    route_plan(&t, &rq, &p);
+    CHECK_INT(p.status, 414);
+    big.header_bytes = 2049;
+    route_plan(&t, &big, &p);
+    CHECK_INT(p.status, 431);
     route_table_cleanup(&t);
 }
 
