@@ -96,6 +96,17 @@ static uint64_t get(const _Atomic uint64_t *c)
     return atomic_load_explicit(c, memory_order_relaxed);
 }
 
+/* A counter of struct route_counters (at offset `field`) for `route`, summed over the shards. */
+static uint64_t route_sum(const struct stats *st, size_t route, size_t field)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < st->nshards; i++)
+        n += get(
+            (const _Atomic uint64_t *)(const void *)((const char *)&st->shards[i].routes[route] +
+                                                     field));
+    return n;
+}
+
 static size_t status_slot(unsigned status)
 {
     if (status < STATS_STATUS_MIN || status > STATS_STATUS_MAX)
@@ -251,16 +262,13 @@ char *stats_to_json(const struct stats *st, const char *const *names, size_t nro
     for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
         cJSON *o = cJSON_AddObjectToObject(routes, names[r]);
         cJSON *by = o ? cJSON_AddObjectToObject(o, "status") : NULL;
-        uint64_t cancels = 0, faults = 0;
         if (!by)
             goto done;
-        for (size_t i = 0; i < st->nshards; i++) {
-            cancels += get(&st->shards[i].routes[r].cancels);
-            faults += get(&st->shards[i].routes[r].faults);
-        }
         cJSON_AddNumberToObject(o, "requests", (double)stats_route_requests(st, r));
-        cJSON_AddNumberToObject(o, "cancels", (double)cancels);
-        cJSON_AddNumberToObject(o, "faults", (double)faults);
+        cJSON_AddNumberToObject(o, "cancels",
+                                (double)route_sum(st, r, offsetof(struct route_counters, cancels)));
+        cJSON_AddNumberToObject(o, "faults",
+                                (double)route_sum(st, r, offsetof(struct route_counters, faults)));
         json_latency(st, r, o);
         for (unsigned code = STATS_STATUS_MIN; code <= STATS_STATUS_MAX; code++) {
             uint64_t n = stats_route_status(st, r, code);
@@ -382,6 +390,18 @@ static void label(char *out, size_t len, const char *s)
     out[n] = '\0';
 }
 
+/* One Prometheus counter with a sample per route. */
+static void put_route_counter(struct text *t, const struct stats *st, const char *const *names,
+                              size_t nroutes, const char *metric, const char *help, size_t field)
+{
+    put(t, "# HELP %s %s\n# TYPE %s counter\n", metric, help, metric);
+    for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
+        char l[256];
+        label(l, sizeof l, names[r]);
+        put(t, "%s{route=\"%s\"} %llu\n", metric, l, (unsigned long long)route_sum(st, r, field));
+    }
+}
+
 char *stats_to_prometheus(const struct stats *st, const char *const *names, size_t nroutes,
                           double uptime_s, const struct pool_counts *workers,
                           const struct stats_conns *conns)
@@ -453,26 +473,12 @@ char *stats_to_prometheus(const struct stats *st, const char *const *names, size
                     (unsigned long long)n);
         }
     }
-    put(&t, "# HELP slowsrv_cancels_total Requests whose client left before the answer.\n"
-            "# TYPE slowsrv_cancels_total counter\n");
-    for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
-        char l[256];
-        uint64_t n = 0;
-        label(l, sizeof l, names[r]);
-        for (size_t i = 0; i < st->nshards; i++)
-            n += get(&st->shards[i].routes[r].cancels);
-        put(&t, "slowsrv_cancels_total{route=\"%s\"} %llu\n", l, (unsigned long long)n);
-    }
-    put(&t, "# HELP slowsrv_faults_total Requests answered with an injected fault (?fault=).\n"
-            "# TYPE slowsrv_faults_total counter\n");
-    for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
-        char l[256];
-        uint64_t n = 0;
-        label(l, sizeof l, names[r]);
-        for (size_t i = 0; i < st->nshards; i++)
-            n += get(&st->shards[i].routes[r].faults);
-        put(&t, "slowsrv_faults_total{route=\"%s\"} %llu\n", l, (unsigned long long)n);
-    }
+    put_route_counter(&t, st, names, nroutes, "slowsrv_cancels_total",
+                      "Requests whose client left before the answer.",
+                      offsetof(struct route_counters, cancels));
+    put_route_counter(&t, st, names, nroutes, "slowsrv_faults_total",
+                      "Requests answered with an injected fault (?fault=).",
+                      offsetof(struct route_counters, faults));
     for (int w = 0; w < STATS_HIST_COUNT; w++) {
         put(&t, "# HELP %s %s\n# TYPE %s histogram\n", hist_names[w], hist_help[w], hist_names[w]);
         for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
