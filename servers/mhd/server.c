@@ -12,6 +12,7 @@
 #include <sys/eventfd.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,9 +36,10 @@ struct request {
     struct exchange x; /* first member: a popped timer node leads back to the request */
     struct MHD_Connection *conn;
     struct mhd_loop *loop;
-    int started;     /* exchange_begin ran */
-    int close_after; /* the connection's last request (--max-requests): answer, then close */
-    char *raw_uri;   /* the target as received, query included: kept for the access log only */
+    int started;        /* exchange_begin ran */
+    int close_after;    /* the connection's last request (--max-requests): answer, then close */
+    int answered_early; /* an upload error was written to the socket mid-body (answer_early) */
+    char *raw_uri;      /* the target as received, query included: kept for the access log only */
 };
 
 /* What slowsrv keeps of a connection (its socket context): libmicrohttpd has no header-read
@@ -408,6 +410,35 @@ static long on_lookup(void *ctx, enum route_input kind, const char *name, char *
     return (long)n;
 }
 
+/* libmicrohttpd 0.9.75 cannot queue an answer while it receives a body (only before it, or after
+ * it). An upload error found mid-body (over --max-body without Content-Length, malformed
+ * multipart) is therefore written straight to the socket, on a cleartext connection, with
+ * Connection: close: the client learns it when it happens (libcurl then stops sending), the rest
+ * of the body is read and dropped, and the connection is closed at its end. Over TLS the answer
+ * waits for the end of the body. Returns 0, or -1 if the connection must close now (a partial
+ * write). */
+static int answer_early(struct request *rq)
+{
+    const struct plan *p = &rq->x.plan;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    char head[256];
+    if (rq->loop->srv->tls_cert || !ci)
+        return 0;
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 %u %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                     "Connection: close\r\n\r\n",
+                     p->status, route_reason(p->status), p->content_type, p->body_len);
+    struct iovec iov[2] = {{head, (size_t)n}, {(void *)(uintptr_t)p->body, p->body_len}};
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+    ssize_t w = sendmsg(ci->connect_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w <= 0)
+        return 0; /* nothing written: answered at the end of the body after all */
+    rq->answered_early = 1;
+    exchange_answer(&rq->x);
+    return (size_t)w == (size_t)n + p->body_len ? 0 : -1;
+}
+
 static enum MHD_Result begin_upload(struct request *rq)
 {
     const char *ctype =
@@ -510,12 +541,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             exchange_body_bytes(&rq->x, n);
             return MHD_YES;
         }
-        /* libmicrohttpd 0.9.75 cannot queue an answer while a body is being received, so an
-         * error found mid-body is answered once the rest is read and dropped; a client that
-         * keeps sending far past --max-body is cut off instead. */
-        return exchange_upload_feed(&rq->x, upload_data, n) < 0 ? MHD_NO : MHD_YES;
+        /* A client that keeps sending far past an error is cut off. */
+        int fed = exchange_upload_feed(&rq->x, upload_data, n);
+        if (fed < 0)
+            return MHD_NO;
+        if (fed == 1 && !rq->x.answered && answer_early(rq) != 0)
+            return MHD_NO;
+        return MHD_YES;
     }
     if (rq->x.plan.action == PLAN_UPLOAD) {
+        if (rq->answered_early) /* the rest of the body was dropped; nothing more to say */
+            return MHD_NO;
         if (rq->x.answered) /* answered from the headers alone */
             return MHD_YES;
         exchange_upload_finish(&rq->x);

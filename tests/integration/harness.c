@@ -484,7 +484,19 @@ static int on_gen_seek(void *arg, curl_off_t offset, int origin)
 int http_upload(const struct target *t, const char *path, const struct part *parts, size_t n,
                 struct reply *r, size_t abort_after)
 {
+    return http_upload_chunked(t, path, parts, n, r, abort_after, 0, NULL);
+}
+
+int http_upload_chunked(const struct target *t, const char *path, const struct part *parts,
+                        size_t n, struct reply *r, size_t abort_after, int chunked,
+                        size_t *sent_out)
+{
     CURL *c = easy_for(t, "POST", path, r);
+    struct curl_slist *hl = NULL;
+    if (chunked) {
+        hl = curl_slist_append(hl, "Transfer-Encoding: chunked");
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    }
     curl_mime *mime = curl_mime_init(c);
     struct gen gens[8];
     size_t sent = 0;
@@ -508,5 +520,8 @@ int http_upload(const struct target *t, const char *path, const struct part *par
     curl_easy_getinfo(c, CURLINFO_TOTAL_TIME, &r->seconds);
     curl_mime_free(mime);
     curl_easy_cleanup(c);
+    curl_slist_free_all(hl);
+    if (sent_out)
+        *sent_out = sent;
     return r->curl_code;
 }

@@ -83,6 +83,12 @@ struct part {
 
 /* POST path as multipart/form-data built by libcurl's MIME API, a real client's encoding.
  * `abort_after` > 0 makes the client give up (close) after sending that many body bytes. */
+/* As http_upload; with `chunked`, the body goes with Transfer-Encoding: chunked (no
+ * Content-Length). *sent_out (may be NULL) gets the generated body bytes libcurl read. */
+int http_upload_chunked(const struct target *t, const char *path, const struct part *parts,
+                        size_t n, struct reply *r, size_t abort_after, int chunked,
+                        size_t *sent_out);
+
 int http_upload(const struct target *t, const char *path, const struct part *parts, size_t n,
                 struct reply *r, size_t abort_after);
 

@@ -608,6 +608,20 @@ static void upload_chunked_over_max_body_gets_413(void)
         CHECK_STR(r.body, "{\"error\": \"body exceeds --max-body 4096 bytes\", \"status\": 413}");
     http_request(s.port, "GET", "/echo", NULL, NULL, &r);
     CHECK_STR(r.body, "OK");
+    /* A 1 GiB chunked upload gets its 413 when it crosses --max-body, not at its end: libcurl
+     * stops sending early (slowsrv answers mid-body; libh2o checks as it buffers). */
+    struct part big[] = {{"token", NULL, "t", 0}, {"data", "f", NULL, 1u << 30}};
+    size_t sent = 0;
+    double t0 = now_seconds();
+    http_upload_chunked(h1(&s), "/write", big, 2, &r, 0, 1, &sent);
+    CHECK_INT(r.status, 413);
+    if (!is_h2o)
+        CHECK_STR(r.body, "{\"error\": \"body exceeds --max-body 4096 bytes\", \"status\": 413}");
+    if (sent > (64u << 20) || now_seconds() - t0 > 10)
+        CHECK_FAIL_("413 came after %zu bytes and %.1f s: not when --max-body was crossed", sent,
+                    now_seconds() - t0);
+    http_request(s.port, "GET", "/echo", NULL, NULL, &r);
+    CHECK_STR(r.body, "OK");
     stop_expect_clean(&s);
 }
 
