@@ -57,19 +57,23 @@ expect "$srv read-only root" "$(field "$srv" '{{.HostConfig.ReadonlyRootfs}}')" 
 expect "$srv user" "$(field "$srv" '{{.Config.User}}')" 10001:10001
 expect "$srv no-new-privileges" "$(field "$srv" '{{.HostConfig.SecurityOpt}}')" '[no-new-privileges]'
 # The app container's own requests, answered by the sidecar.
+# (Logs are read whole before grep: with pipefail, `podman logs | grep -q` fails whenever grep
+# quits before podman has written everything.)
 for _ in $(seq 50); do
-    podman logs "$pod-app" 2>/dev/null | grep -q '^HTTP/1.1 200 OK' && break
+    app_log=$(podman logs "$pod-app" 2>/dev/null || true)
+    grep -q '^HTTP/1.1 200 OK' <<<"$app_log" && break
     sleep 0.1
 done
-podman logs "$pod-app" | grep -q '^HTTP/1.1 200 OK' ||
-    { podman logs "$pod-app" >&2; ct_die "the app container got no 200 from the sidecar"; }
-ct_log "sidecar pod: the app container's log says: $(podman logs "$pod-app" | grep -m1 '^HTTP' | tr -d '\r')"
+grep -q '^HTTP/1.1 200 OK' <<<"$app_log" ||
+    { printf '%s\n' "$app_log" >&2; ct_die "the app container got no 200 from the sidecar"; }
+ct_log "sidecar pod: the app container's log says: $(grep -m1 '^HTTP' <<<"$app_log" | tr -d '\r')"
 t=$(ct_now)
 podman pod stop "$pod" >"$log" 2>&1 || { cat "$log" >&2; ct_die "podman pod stop $pod failed"; }
 ct_log "sidecar pod: podman pod stop took $(ct_elapsed "$t") s"
 expect "$srv exit status after SIGTERM" "$(field "$srv" '{{.State.ExitCode}}')" 0
-podman logs "$srv" 2>&1 | grep -q '^slowsrv: info: Terminated: draining' ||
-    { podman logs "$srv" >&2; ct_die "$srv: no drain line in its log"; }
+srv_log=$(podman logs "$srv" 2>&1)
+grep -q '^slowsrv: info: Terminated: draining' <<<"$srv_log" ||
+    { printf '%s\n' "$srv_log" >&2; ct_die "$srv: no drain line in its log"; }
 down "$k8s/sidecar-pod.yaml"
 ct_log "sidecar-pod.yaml: passed in $(ct_elapsed "$start") s"
 
