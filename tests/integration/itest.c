@@ -609,12 +609,17 @@ static void upload_chunked_over_max_body_gets_413(void)
     http_request(s.port, "GET", "/echo", NULL, NULL, &r);
     CHECK_STR(r.body, "OK");
     /* A 1 GiB chunked upload gets its 413 when it crosses --max-body, not at its end: libcurl
-     * stops sending early (slowsrv answers mid-body; libh2o checks as it buffers). */
+     * stops sending early. slowsrv answers mid-body and reads on, so the 413 always arrives;
+     * libh2o answers and closes at once, and its close resets a client still sending, which
+     * may then never read the 413 (libcurl: a send or receive error after "100 Continue"). */
     struct part big[] = {{"token", NULL, "t", 0}, {"data", "f", NULL, 1u << 30}};
     size_t sent = 0;
     double t0 = now_seconds();
-    http_upload_chunked(h1(&s), "/write", big, 2, &r, 0, 1, &sent);
-    CHECK_INT(r.status, 413);
+    int rc = http_upload_chunked(h1(&s), "/write", big, 2, &r, 0, 1, &sent);
+    if (is_h2o && r.status != 413)
+        CHECK(rc == CURLE_SEND_ERROR || rc == CURLE_RECV_ERROR);
+    else
+        CHECK_INT(r.status, 413);
     if (!is_h2o)
         CHECK_STR(r.body, "{\"error\": \"body exceeds --max-body 4096 bytes\", \"status\": 413}");
     if (sent > (64u << 20) || now_seconds() - t0 > 10)
