@@ -423,11 +423,13 @@ static void on_conn_close(void *data)
  * and what was pipelined after it goes with the connection. */
 static void count_request(h2o_req_t *req, const struct config *cfg)
 {
+    if (!cfg->max_requests)
+        return;
     h2o_socket_t *sock =
         req->conn->callbacks->get_socket ? req->conn->callbacks->get_socket(req->conn) : NULL;
     struct h2o_conn_state *c =
         sock && sock->on_close.cb == on_conn_close ? sock->on_close.data : NULL;
-    if (c && ++c->requests >= cfg->max_requests && cfg->max_requests && req->version < 0x200)
+    if (c && ++c->requests >= cfg->max_requests && req->version < 0x200)
         req->http1_is_persistent = 0;
 }
 

@@ -2072,10 +2072,16 @@ static void soak(void)
         k[i].kind = kinds[i];
         pthread_create(&th[i], NULL, soak_client, &k[i]);
     }
-    /* Warm-up: the first 40 % of the run (allocator arenas settle); then the RSS is the
-     * reference. */
-    usleep((useconds_t)(secs * 0.4 * 1e6));
-    long rss_warm = proc_status_kb(s.pid, "VmRSS");
+    /* Warm-up: the first 40 % of the run (allocator arenas settle). The reference is the
+     * highest RSS sampled over its second half: one sample alone moves by hundreds of KiB with
+     * what happens to be in flight at that instant. */
+    usleep((useconds_t)(secs * 0.2 * 1e6));
+    long rss_warm = 0;
+    while (now_seconds() - start < secs * 0.4) {
+        long v = proc_status_kb(s.pid, "VmRSS");
+        rss_warm = v > rss_warm ? v : rss_warm;
+        usleep(100 * 1000);
+    }
     unsigned long ok = 0, errors = 0, cancelled = 0, delay_cancels = 0;
     for (int i = 0; i < 8; i++) {
         pthread_join(th[i], NULL);
