@@ -95,7 +95,8 @@ struct mhd_server {
     pthread_mutex_t sleep_lock;
     pthread_cond_t sleep_cond;
     int hard_stop;
-    char *tls_cert; /* PEM text, when serving HTTPS */
+    int count_headers; /* --max-header-size is below what the connection pool holds: measure */
+    char *tls_cert;    /* PEM text, when serving HTTPS */
     char *tls_key;
 };
 
@@ -524,7 +525,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                    .ctx = conn,
                                    .peer = ci ? ci->client_addr : NULL,
                                    .raw_target = rq->raw_uri,
-                                   .header_bytes = header_bytes(conn),
+                                   .header_bytes =
+                                       loop->srv->count_headers ? header_bytes(conn) : 0,
                                    .target_bytes = w ? w->target_bytes : 0};
         exchange_begin(&rq->x, &loop->srv->svc.routes, loop->shard, &in);
         atomic_fetch_add_explicit(&loop->active, 1, memory_order_relaxed);
@@ -917,6 +919,7 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
     srv->log = lg;
     srv->tpc = cfg->model == CONFIG_MODEL_THREAD_PER_CONNECTION;
     srv->internal = cfg->model == CONFIG_MODEL_POLL;
+    srv->count_headers = cfg->max_header_size < conn_memory(cfg);
     srv->nloops = srv->tpc ? 1 : cfg->threads;
     if (srv->nloops > sizeof fds / sizeof fds[0])
         srv->nloops = sizeof fds / sizeof fds[0];
