@@ -626,9 +626,13 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 static void sweep_watched(struct mhd_loop *loop, uint64_t now)
 {
     size_t cut = 0;
-    if (!loop->srv->cfg->header_timeout_us || now < loop->next_sweep)
+    uint64_t t = loop->srv->cfg->header_timeout_us;
+    if (!t || now < loop->next_sweep)
         return;
-    loop->next_sweep = now + 100000;
+    /* A twentieth of the timeout, from 50 ms to 1 s: late by at most 5 %, and a sweep of
+     * 10 000 connections once a second rather than ten times. */
+    uint64_t every = t / 20 < 50000 ? 50000 : t / 20 > 1000000 ? 1000000 : t / 20;
+    loop->next_sweep = now + every;
     pthread_mutex_lock(&loop->watch_lock);
     for (struct conn_watch *w = loop->watched; w; w = w->next) {
         uint64_t d = atomic_load_explicit(&w->deadline, memory_order_relaxed);
@@ -648,7 +652,7 @@ static void *watch_main(void *arg)
 {
     struct mhd_loop *loop = arg;
     while (!atomic_load_explicit(&loop->srv->stopping, memory_order_acquire)) {
-        struct timespec ts = {0, 100 * 1000 * 1000};
+        struct timespec ts = {0, 50 * 1000 * 1000};
         nanosleep(&ts, NULL);
         sweep_watched(loop, timer_now_us());
     }
