@@ -10,6 +10,7 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
 {
     s->stats = NULL;
     s->max_connections = cfg->max_connections;
+    s->max_requests = cfg->max_requests;
     atomic_init(&s->connections, 0);
     atomic_init(&s->refused, 0);
     if (route_table_init_pool(&s->routes, cfg) != 0) {
@@ -41,6 +42,11 @@ int service_conn_admit(struct service *s)
     atomic_fetch_sub_explicit(&s->connections, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->refused, 1, memory_order_relaxed);
     return -1;
+}
+
+int service_request_on_connection(const struct service *s, unsigned *requests)
+{
+    return ++*requests >= s->max_requests && s->max_requests;
 }
 
 void service_conn_closed(struct service *s)

@@ -20,6 +20,7 @@ struct service {
     struct stats *stats;
     uint64_t started_us;       /* timer_now_us clock */
     size_t max_connections;    /* --max-connections, over every loop */
+    unsigned max_requests;     /* --max-requests per HTTP/1.1 connection; 0: unlimited */
     atomic_size_t connections; /* open now */
     _Atomic uint64_t refused;  /* connections refused at the limit */
 };
@@ -36,6 +37,10 @@ void service_cleanup(struct service *s);
 /* A connection was accepted: returns 0 and counts it open, or -1 if --max-connections are
  * already open (counted as refused): the engine closes it at once. Thread-safe. */
 int service_conn_admit(struct service *s);
+
+/* Counts a request on a connection whose count is *requests: returns 1 if it is the last one
+ * --max-requests allows (the engine answers it with Connection: close), else 0. */
+int service_request_on_connection(const struct service *s, unsigned *requests);
 
 /* An admitted connection closed. Thread-safe. */
 void service_conn_closed(struct service *s);

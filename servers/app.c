@@ -94,7 +94,8 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
         return rc == -EINVAL ? 2 : 1;
     }
     char url[300];
-    net_format_url(url, sizeof url, engine->scheme(srv), cfg.bind, engine->port(srv));
+    net_format_url(url, sizeof url, cfg.tls_cert[0] ? "https" : "http", cfg.bind,
+                   engine->port(srv));
     fprintf(stderr, "%s %s listening on %s (engine=%s model=%s threads=%u)\n", engine->program,
             SLOWSRV_VERSION, url, engine->name, config_model_name(cfg.model), engine->threads(srv));
     fflush(stderr);

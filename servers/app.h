@@ -24,9 +24,8 @@ struct app_engine {
     int (*start)(void **srv, const struct config *cfg, const struct log *lg, int inherited,
                  struct accesslog *access, char *err);
     unsigned (*port)(const void *srv);
-    const char *(*scheme)(const void *srv); /* "http" or "https" */
-    unsigned (*threads)(const void *srv);   /* threads shown on the startup line */
-    void (*stop)(void *srv);                /* drain within cfg->grace_us and join */
+    unsigned (*threads)(const void *srv); /* threads shown on the startup line */
+    void (*stop)(void *srv);              /* drain within cfg->grace_us and join */
     void (*free)(void *srv);
 };
 

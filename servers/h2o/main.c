@@ -20,11 +20,6 @@ static unsigned port(const void *srv)
     return h2o_server_port(srv);
 }
 
-static const char *scheme(const void *srv)
-{
-    return h2o_server_tls(srv) ? "https" : "http";
-}
-
 static unsigned threads(const void *srv)
 {
     return h2o_server_threads(srv);
@@ -49,7 +44,6 @@ int main(int argc, char **argv)
         .library = library,
         .start = start,
         .port = port,
-        .scheme = scheme,
         .threads = threads,
         .stop = stop,
         .free = release,

@@ -421,15 +421,15 @@ static void on_conn_close(void *data)
 
 /* --max-requests: the Nth HTTP/1.1 request of a connection is answered with Connection: close,
  * and what was pipelined after it goes with the connection. */
-static void count_request(h2o_req_t *req, const struct config *cfg)
+static void count_request(h2o_req_t *req, const struct service *svc)
 {
-    if (!cfg->max_requests)
+    if (!svc->max_requests)
         return;
     h2o_socket_t *sock =
         req->conn->callbacks->get_socket ? req->conn->callbacks->get_socket(req->conn) : NULL;
     struct h2o_conn_state *c =
         sock && sock->on_close.cb == on_conn_close ? sock->on_close.data : NULL;
-    if (c && ++c->requests >= cfg->max_requests && req->version < 0x200)
+    if (c && service_request_on_connection(svc, &c->requests) && req->version < 0x200)
         req->http1_is_persistent = 0;
 }
 
@@ -468,7 +468,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
                                .header_bytes = header_bytes(req)};
     exchange_begin(&r->x, &loop->srv->svc.routes, loop->shard, &in);
     loop->active++;
-    count_request(req, loop->srv->cfg);
+    count_request(req, &loop->srv->svc);
     if (r->x.plan.action != PLAN_UPLOAD && req->entity.base)
         exchange_body_bytes(&r->x, req->entity.len);
     switch (exchange_admit(&r->x, on_admit)) {
@@ -788,11 +788,6 @@ int h2o_server_start(struct h2o_server **out, const struct config *cfg, const st
 unsigned h2o_server_port(const struct h2o_server *srv)
 {
     return srv->port;
-}
-
-int h2o_server_tls(const struct h2o_server *srv)
-{
-    return srv->ssl_ctx != NULL;
 }
 
 unsigned h2o_server_threads(const struct h2o_server *srv)

@@ -31,9 +31,6 @@ int h2o_server_start(struct h2o_server **out, const struct config *cfg, const st
 /* The port actually bound. */
 unsigned h2o_server_port(const struct h2o_server *srv);
 
-/* 1 if the listener speaks TLS. */
-int h2o_server_tls(const struct h2o_server *srv);
-
 /* Number of loop threads. */
 unsigned h2o_server_threads(const struct h2o_server *srv);
 

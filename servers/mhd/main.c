@@ -23,11 +23,6 @@ static unsigned port(const void *srv)
     return mhd_server_port(srv);
 }
 
-static const char *scheme(const void *srv)
-{
-    return mhd_server_tls(srv) ? "https" : "http";
-}
-
 static unsigned threads(const void *srv)
 {
     return mhd_server_threads(srv);
@@ -52,7 +47,6 @@ int main(int argc, char **argv)
         .library = library,
         .start = start,
         .port = port,
-        .scheme = scheme,
         .threads = threads,
         .stop = stop,
         .free = release,

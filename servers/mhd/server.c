@@ -95,8 +95,7 @@ struct mhd_server {
     pthread_mutex_t sleep_lock;
     pthread_cond_t sleep_cond;
     int hard_stop;
-    int count_headers; /* --max-header-size is below what the connection pool holds: measure */
-    char *tls_cert;    /* PEM text, when serving HTTPS */
+    char *tls_cert; /* PEM text, when serving HTTPS */
     char *tls_key;
 };
 
@@ -474,20 +473,15 @@ static struct conn_watch *watch_of(struct MHD_Connection *conn)
     return ci ? ci->socket_context : NULL;
 }
 
-static enum MHD_Result add_header_bytes(void *cls, enum MHD_ValueKind kind, const char *key,
-                                        const char *value)
+/* Size of the request's header block, for --max-header-size: libmicrohttpd's size of the whole
+ * head less the request line ("METHOD TARGET VERSION\r\n") and the blank line that ends it. */
+static size_t header_bytes(struct MHD_Connection *conn, const char *method, size_t target,
+                           const char *version)
 {
-    (void)kind;
-    *(size_t *)cls += strlen(key) + (value ? strlen(value) : 0) + 4;
-    return MHD_YES;
-}
-
-/* Size of the request's header block, for --max-header-size ("Name: value\r\n" each). */
-static size_t header_bytes(struct MHD_Connection *conn)
-{
-    size_t n = 0;
-    MHD_get_connection_values(conn, MHD_HEADER_KIND, add_header_bytes, &n);
-    return n;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    size_t around = strlen(method) + target + strlen(version) + 4 + 2;
+    return ci && ci->header_size > around ? ci->header_size - around : 0;
 }
 
 static struct mhd_loop *loop_of(void *cls)
@@ -501,7 +495,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 {
     struct mhd_loop *loop = loop_of(cls);
     struct request *rq = *req_cls;
-    (void)version;
 
     if (!rq || !rq->started) {
         if (!rq && !(rq = calloc(1, sizeof *rq)))
@@ -512,22 +505,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         struct conn_watch *w = watch_of(conn);
         if (w) {
             atomic_store_explicit(&w->deadline, 0, memory_order_relaxed);
-            w->requests++;
-            unsigned max = loop->srv->cfg->max_requests;
-            rq->close_after = max && w->requests >= max;
+            rq->close_after = service_request_on_connection(&loop->srv->svc, &w->requests);
         }
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-        struct route_request in = {.method = method,
-                                   .target = url,
-                                   .target_len = strlen(url),
-                                   .lookup = on_lookup,
-                                   .ctx = conn,
-                                   .peer = ci ? ci->client_addr : NULL,
-                                   .raw_target = rq->raw_uri,
-                                   .header_bytes =
-                                       loop->srv->count_headers ? header_bytes(conn) : 0,
-                                   .target_bytes = w ? w->target_bytes : 0};
+        struct route_request in = {
+            .method = method,
+            .target = url,
+            .target_len = strlen(url),
+            .lookup = on_lookup,
+            .ctx = conn,
+            .peer = ci ? ci->client_addr : NULL,
+            .raw_target = rq->raw_uri,
+            .header_bytes = header_bytes(conn, method, w ? w->target_bytes : strlen(url), version),
+            .target_bytes = w ? w->target_bytes : 0};
         exchange_begin(&rq->x, &loop->srv->svc.routes, loop->shard, &in);
         atomic_fetch_add_explicit(&loop->active, 1, memory_order_relaxed);
         *req_cls = rq;
@@ -923,7 +914,6 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
     srv->log = lg;
     srv->tpc = cfg->model == CONFIG_MODEL_THREAD_PER_CONNECTION;
     srv->internal = cfg->model == CONFIG_MODEL_POLL;
-    srv->count_headers = cfg->max_header_size < conn_memory(cfg);
     srv->nloops = srv->tpc ? 1 : cfg->threads;
     if (srv->nloops > sizeof fds / sizeof fds[0])
         srv->nloops = sizeof fds / sizeof fds[0];
@@ -1024,11 +1014,6 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
 unsigned mhd_server_port(const struct mhd_server *srv)
 {
     return srv->port;
-}
-
-int mhd_server_tls(const struct mhd_server *srv)
-{
-    return srv->tls_cert != NULL;
 }
 
 unsigned mhd_server_threads(const struct mhd_server *srv)

@@ -28,9 +28,6 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
 /* The port actually bound (useful with --port 0). */
 unsigned mhd_server_port(const struct mhd_server *srv);
 
-/* 1 if the listener speaks TLS. */
-int mhd_server_tls(const struct mhd_server *srv);
-
 /* Event-loop threads serving (1 for thread-per-connection, whose threads come and go). */
 unsigned mhd_server_threads(const struct mhd_server *srv);
 

@@ -31,8 +31,29 @@ static void service_reports_what_its_exchanges_did(void)
     service_cleanup(&svc);
 }
 
+/* --max-requests 3: the third request of a connection is its last; 0 never ends one. */
+static void service_counts_requests_per_connection(void)
+{
+    struct config cfg = config_defaults;
+    struct service svc;
+    unsigned n = 0;
+    cfg.max_requests = 3;
+    CHECK_INT(service_init(&svc, &cfg, 1, NULL), 0);
+    CHECK_INT(service_request_on_connection(&svc, &n), 0);
+    CHECK_INT(service_request_on_connection(&svc, &n), 0);
+    CHECK_INT(service_request_on_connection(&svc, &n), 1);
+    CHECK_INT(n, 3);
+    service_cleanup(&svc);
+    cfg.max_requests = 0;
+    CHECK_INT(service_init(&svc, &cfg, 1, NULL), 0);
+    for (n = 0; n < 1000;)
+        CHECK_INT(service_request_on_connection(&svc, &n), 0);
+    service_cleanup(&svc);
+}
+
 int main(void)
 {
+    service_counts_requests_per_connection();
     service_reports_what_its_exchanges_did();
     return CHECK_DONE();
 }
