@@ -46,7 +46,8 @@ BACKLOG=4096         # slowsrv's listen backlog (servers/mhd/server.c); nginx de
 START_TIMEOUT=10     # seconds a server may take to start
 NOFILE=20000
 
-log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# shellcheck source=tests/bench/lib.sh
+. "$here/lib.sh"
 die() { printf '[bench] FATAL: %s\n' "$*" >&2; exit 1; }
 
 # ---------------------------------------------------------------- prerequisites
@@ -102,19 +103,6 @@ printf 'rep\tserver\tscenario\tconns\trequests\tduration_us\tp50_us\tp99_us\tmax
 declare -A live=()   # pid -> name
 sampler_pid=""
 
-stop_pid() { # pid name: SIGTERM, wait up to 10 s, then SIGKILL
-    local pid=$1 name=$2 i rc
-    kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; unset "live[$pid]"; return 0; }
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$pid" 2>/dev/null; then
-        log "$name (pid $pid) did not exit 10 s after SIGTERM; SIGKILL"
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
-    rc=0; wait "$pid" 2>/dev/null || rc=$?
-    ((rc == 0)) || log "note: $name (pid $pid) exited with status $rc after SIGTERM"
-    unset "live[$pid]"
-}
 
 cleanup() {
     local rc=$? pid
@@ -129,9 +117,6 @@ trap 'printf "[bench] FATAL: line %s: %s failed\n" "$LINENO" "$BASH_COMMAND" >&2
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 
 http_ok() { # url expected-body
     local body

@@ -52,7 +52,8 @@ OTHER_MAX=${OTHER_MAX:-25}     # max % of one CPU used by others during a run
 TRIES=${TRIES:-3}
 NOFILE=20000
 
-log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# shellcheck source=tests/bench/lib.sh
+. "$here/lib.sh"
 die() { printf '[bench] FATAL: %s\n' "$*" >&2; exit 1; }
 
 # ---------------------------------------------------------------- prerequisites
@@ -114,46 +115,10 @@ tsv=$RESULTS/results.tsv
 printf 'rep\tserver\tscenario\tconns\tstreams\trequests\tduration_us\tp50_us\tp99_us\tmax_us\tmean_us\tfailed\terrored\ttimeout\tnon2xx\tsocket_errors\tcpu_ticks\tclk_tck\ttool_cpu_us\tother_cpu_pct\tuser_ticks\n' >"$tsv"
 
 # ---------------------------------------------------------------- interference from other work
-# The host is shared: a build or test suite started by someone else during a run skews it.
-# sys_busy: busy ticks of all CPUs (user+nice+system+irq+softirq+steal, /proc/stat).
-# Before each run wait (up to QUIET_WAIT s) for a second with < QUIET_MAX % busy; after it,
-# "other CPU %" = (all busy - server - load tool) / run time; above OTHER_MAX the run is
-# repeated (up to TRIES attempts; the noisy output is kept as *.noisyN).
-SYS_BUSY=0
-sys_busy() {
-    local _c user nice system _idle _iowait irq softirq steal _rest
-    read -r _c user nice system _idle _iowait irq softirq steal _rest </proc/stat
-    SYS_BUSY=$((user + nice + system + irq + softirq + steal))
-}
-wait_quiet() {
-    local b0 i
-    for ((i = 0; i < QUIET_WAIT; i++)); do
-        sys_busy; b0=$SYS_BUSY
-        sleep 1
-        sys_busy
-        # % of one CPU: ticks in 1 s * 100 / CLK_TCK
-        (((SYS_BUSY - b0) * 100 / CLK_TCK < QUIET_MAX)) && return 0
-        ((i == 0)) && log "host busy ($(((SYS_BUSY - b0) * 100 / CLK_TCK)) % of a CPU), waiting up to ${QUIET_WAIT}s for quiet"
-    done
-    log "host still busy after ${QUIET_WAIT}s; measuring anyway (see other_cpu_pct)"
-}
 
 # ---------------------------------------------------------------- process bookkeeping
 declare -A live=()   # pid -> name; only these are ever signalled
 
-stop_pid() { # pid name: SIGTERM, wait up to 10 s, then SIGKILL
-    local pid=$1 name=$2 i rc
-    kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; unset "live[$pid]"; return 0; }
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$pid" 2>/dev/null; then
-        log "$name (pid $pid) did not exit 10 s after SIGTERM; SIGKILL"
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
-    rc=0; wait "$pid" 2>/dev/null || rc=$?
-    ((rc == 0)) || log "note: $name (pid $pid) exited with status $rc after SIGTERM"
-    unset "live[$pid]"
-}
 
 cleanup() {
     local rc=$? pid
@@ -167,9 +132,6 @@ trap 'printf "[bench] FATAL: line %s: %s failed\n" "$LINENO" "$BASH_COMMAND" >&2
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 
 get_ok() { # url expected-body [curl options]: the body must match exactly
     local url=$1 want=$2 body
@@ -211,17 +173,6 @@ cpu_ticks() { # sum of utime+stime over pids (whole processes, all threads)
 }
 
 CHILD_US=0
-child_cpu_us() { # sets CHILD_US: CPU (user+sys) of this script's reaped children so far, µs
-    # bash `times`, run in this shell (not in $(…): a subshell has its own children)
-    local l="" line t s=0 m sec
-    times >"$tmp/times"
-    while read -r line; do l=$line; done <"$tmp/times"   # last line: children user, sys
-    for t in $l; do   # "XmY.YYYs" (3 decimals)
-        m=${t%%m*}; sec=${t#*m}; sec=${sec%s}
-        s=$((s + m * 60000000 + 10#${sec%.*} * 1000000 + 10#${sec#*.} * 1000))
-    done
-    CHILD_US=$s
-}
 
 # ---------------------------------------------------------------- servers
 # Every start_* sets SRV_PID, H1_PORT (HTTP/1.1, "" if none) and H2_PORT (h2c, "" if none).

@@ -52,7 +52,8 @@ OTHER_MAX=${OTHER_MAX:-25}     # max % of one CPU used by others during a run
 TRIES=${TRIES:-3}
 NOFILE=20000
 
-log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# shellcheck source=tests/bench/lib.sh
+. "$here/lib.sh"
 die() { printf '[bench] FATAL: %s\n' "$*" >&2; exit 1; }
 
 # ---------------------------------------------------------------- prerequisites
@@ -97,29 +98,6 @@ tsv=$RESULTS/results.tsv
 printf 'rep\tserver\tsize\tbody_bytes\tconns\trequests\tduration_us\tp50_us\tp99_us\tmax_us\terr_connect\terr_read\terr_write\terr_timeout\tnon2xx\tvmhwm_kib\tcpu_ticks\tclk_tck\twrk_cpu_us\tother_cpu_pct\n' >"$tsv"
 
 # ---------------------------------------------------------------- interference from other work
-# The host is shared: a build or test suite started by someone else during a run skews it.
-# sys_busy: busy ticks of all CPUs (user+nice+system+irq+softirq+steal, /proc/stat).
-# Before each run wait (up to QUIET_WAIT s) for a second with < QUIET_MAX % busy; after it,
-# "other CPU %" = (all busy - server - load tool) / run time; above OTHER_MAX the run is
-# repeated (up to TRIES attempts; the noisy output is kept as *.noisyN).
-SYS_BUSY=0
-sys_busy() {
-    local _c user nice system _idle _iowait irq softirq steal _rest
-    read -r _c user nice system _idle _iowait irq softirq steal _rest </proc/stat
-    SYS_BUSY=$((user + nice + system + irq + softirq + steal))
-}
-wait_quiet() {
-    local b0 i
-    for ((i = 0; i < QUIET_WAIT; i++)); do
-        sys_busy; b0=$SYS_BUSY
-        sleep 1
-        sys_busy
-        # % of one CPU: ticks in 1 s * 100 / CLK_TCK
-        (((SYS_BUSY - b0) * 100 / CLK_TCK < QUIET_MAX)) && return 0
-        ((i == 0)) && log "host busy ($(((SYS_BUSY - b0) * 100 / CLK_TCK)) % of a CPU), waiting up to ${QUIET_WAIT}s for quiet"
-    done
-    log "host still busy after ${QUIET_WAIT}s; measuring anyway (see other_cpu_pct)"
-}
 
 # ---------------------------------------------------------------- process bookkeeping
 # Only PIDs this script started are ever signalled.
@@ -168,17 +146,6 @@ cpu_ticks() { # sum of utime+stime over pids
 }
 
 CHILD_US=0
-child_cpu_us() { # sets CHILD_US: CPU (user+sys) of this script's reaped children so far, µs
-    # bash `times`, run in this shell (not in $(…): a subshell has its own children)
-    local l="" line t s=0 m sec
-    times >"$tmp/times"
-    while read -r line; do l=$line; done <"$tmp/times"   # last line: children user, sys
-    for t in $l; do   # "XmY.YYYs" (3 decimals)
-        m=${t%%m*}; sec=${t#*m}; sec=${sec%s}
-        s=$((s + m * 60000000 + 10#${sec%.*} * 1000000 + 10#${sec#*.} * 1000))
-    done
-    CHILD_US=$s
-}
 
 vmhwm_kib() { # peak RSS of one pid
     local k v _
