@@ -1708,6 +1708,40 @@ static void request_limits_follow_options(void)
     stop_expect_clean(&s);
 }
 
+/* Lowered limits (slowsrv shrinks its per-connection pool with them): a request at the limits is
+ * served, one just over gets the JSON answer, one far over still gets a 431, and the server goes
+ * on. */
+static void request_limits_lowered(void)
+{
+    struct server s;
+    struct reply r;
+    static char path[1200], hdr[6000];
+    START(&s, "--max-request-line", "1K", "--max-header-size", "1K");
+    memcpy(path, "/echo?pad=", 10);
+    memset(path + 10, 'a', 1000); /* a 1010-byte target */
+    memcpy(hdr, "X-Big: ", 7);
+    memset(hdr + 7, 'b', 900); /* with Host and curl's Accept, about 950 bytes of headers */
+    const char *hdrs[] = {hdr, NULL};
+    http_request(s.port, "GET", path, NULL, hdrs, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(r.body, "OK");
+    memset(path + 10, 'a', 1100);
+    http_request(s.port, "GET", path, NULL, NULL, &r);
+    CHECK_INT(r.status, 414);
+    CHECK_STR(r.body, "{\"error\": \"request target over 1024 bytes (--max-request-line)\", "
+                      "\"status\": 414}");
+    memset(hdr + 7, 'b', 1100);
+    http_request(s.port, "GET", "/echo", NULL, hdrs, &r);
+    CHECK_INT(r.status, 431);
+    CHECK_STR(r.body, "{\"error\": \"request headers over 1024 bytes (--max-header-size)\", "
+                      "\"status\": 431}");
+    memset(hdr + 7, 'b', 5000);
+    http_request(s.port, "GET", "/echo", NULL, hdrs, &r);
+    CHECK_INT(r.status, 431);
+    honest(s.port, "/echo", "OK", 0, 0.5);
+    stop_expect_clean(&s);
+}
+
 /* 500 uploads stop mid-body: the honest upload is exact, and --idle-timeout cuts the stalled
  * ones and frees them. */
 static void hostile_stalled_uploads_500(void)
@@ -2158,6 +2192,7 @@ static const struct {
     {"hostile_header_timeout_cuts_slowloris", hostile_header_timeout_cuts_slowloris},
     {"max_requests_caps_pipelining", max_requests_caps_pipelining},
     {"request_limits_follow_options", request_limits_follow_options},
+    {"request_limits_lowered", request_limits_lowered},
     {"h2_drip_and_faults", h2_drip_and_faults},
     {"drip_and_faults", drip_and_faults},
     {"config_routes_drip_fail_and_pool", config_routes_drip_fail_and_pool},
