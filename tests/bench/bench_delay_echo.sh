@@ -6,7 +6,14 @@
 #      requests/s as a fraction of ideal (N conns / 1 s), p50/p99/max latency, socket errors,
 #      server RSS while the connections wait (max of /proc/PID/status VmRSS samples) and RSS per
 #      waiting connection ((RSS under load - idle RSS) / N).
-#   2. GET /echo at 100 connections: requests/s and server CPU time per request
+#      At 5 000+ connections (here and in 2.) also slowsrv with --max-request-line 1K
+#      --max-header-size 1K ("slowsrv-1k": libmicrohttpd's per-connection pool shrinks with the
+#      limits).
+#   2. The same /test at the largest connection count in steady state: h2load --h1 -t1 with a
+#      WARMUP-second warm-up (the opening burst of connects and first requests excluded), then
+#      STEADY_DUR seconds; p50/p99/max from h2load's per-request log (wrk cannot leave out a
+#      warm-up, and its whole-run figures above include the opening burst).
+#   3. GET /echo at 100 connections: requests/s and server CPU time per request
 #      (utime+stime from /proc/PID/stat, before/after, / requests completed).
 # Each server (one event-loop thread / one worker) is pinned to CPU $SERVER_CPU, wrk and this
 # script to CPU $WRK_CPU. Every measurement uses freshly started servers, so idle RSS is a real
@@ -20,12 +27,13 @@
 #   RESULTS=dir      where raw outputs go (default tests/bench/results/<date>/, git-ignored)
 #   TEST_DUR=10s BIG_DUR=12s   wrk -d for /test (BIG_DUR at 5 000+ connections)
 #   SLOWSRV_EXTRA="" extra slowsrv options (e.g. "--model poll")
+#   WARMUP=5 STEADY_DUR=15   h2load --warm-up-time and -D for the steady-state /test run
 set -Eeuo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cmdline="$0${*:+ $*}"
-for a in REPS CONNS TEST_DUR BIG_DUR SERVER_CPU WRK_CPU SLOWSRV SLOWSRV_EXTRA RESULTS; do
+for a in REPS CONNS TEST_DUR BIG_DUR WARMUP STEADY_DUR SERVER_CPU WRK_CPU SLOWSRV SLOWSRV_EXTRA RESULTS; do
     [[ -n ${!a:-} ]] && cmdline="$a=\"${!a}\" $cmdline"
 done
 
@@ -39,6 +47,9 @@ stamp=$(date +%Y%m%d-%H%M%S)
 RESULTS=${RESULTS:-$here/results/$stamp}
 TEST_DUR=${TEST_DUR:-10s}   # wrk -d for /test below 5 000 connections
 BIG_DUR=${BIG_DUR:-12s}     # wrk -d for /test at 5 000+ connections (connect phase)
+WARMUP=${WARMUP:-5}         # h2load --warm-up-time for the steady-state /test run, seconds
+STEADY_DUR=${STEADY_DUR:-15}  # h2load -D for it, seconds
+SMALL_LIMITS="--max-request-line 1K --max-header-size 1K"   # slowsrv-1k
 DELAY_S=1            # /test delay on both servers, seconds
 ECHO_CONNS=100
 ECHO_DUR=10s
@@ -55,6 +66,7 @@ need_pkgs=()
 command -v nginx >/dev/null 2>&1 || need_pkgs+=(nginx)
 [[ -f /usr/lib/nginx/modules/ngx_http_echo_module.so ]] || need_pkgs+=(libnginx-mod-http-echo)
 command -v wrk >/dev/null 2>&1 || need_pkgs+=(wrk)
+command -v h2load >/dev/null 2>&1 || need_pkgs+=(nghttp2-client)
 command -v taskset >/dev/null 2>&1 || need_pkgs+=(util-linux)
 command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
 if ((${#need_pkgs[@]})); then
@@ -125,12 +137,13 @@ http_ok() { # url expected-body
 }
 
 # ---------------------------------------------------------------- servers
-SS_PID="" SS_PORT="" NG_PID="" NG_PORT=""
+SS_PID="" SS_PORT="" S1_PID="" S1_PORT="" NG_PID="" NG_PORT=""
 
-start_slowsrv() {
+start_slowsrv() { # tag [extra options]
     local err=$tmp/slowsrv.$1.err i
+    shift
     # shellcheck disable=SC2086
-    taskset -c "$SERVER_CPU" "$SLOWSRV" --threads 1 --port 0 --delay "${DELAY_S}s" $SLOWSRV_EXTRA 2>"$err" &
+    taskset -c "$SERVER_CPU" "$SLOWSRV" --threads 1 --port 0 --delay "${DELAY_S}s" $SLOWSRV_EXTRA "$@" 2>"$err" &
     SS_PID=$!; live[$SS_PID]=slowsrv
     SS_PORT=""
     for ((i = 0; i < START_TIMEOUT * 10; i++)); do
@@ -145,6 +158,21 @@ start_slowsrv() {
     http_ok "http://127.0.0.1:$SS_PORT/echo" OK || die "slowsrv: GET /echo did not answer OK"
     [[ -z ${SS_BANNER:-} ]] && SS_BANNER=$(grep -m1 'listening on' "$err")
     return 0
+}
+
+start_slowsrv_1k() { # slowsrv with the small header limits, as S1_PID/S1_PORT
+    local pid=$SS_PID port=$SS_PORT
+    # shellcheck disable=SC2086
+    start_slowsrv "$1.1k" $SMALL_LIMITS
+    S1_PID=$SS_PID S1_PORT=$SS_PORT SS_PID=$pid SS_PORT=$port
+}
+
+server_of() { # name -> "pid port"
+    case $1 in
+    slowsrv) echo "$SS_PID $SS_PORT" ;;
+    slowsrv-1k) echo "$S1_PID $S1_PORT" ;;
+    *) echo "$NG_PID $NG_PORT" ;;
+    esac
 }
 
 start_nginx() {
@@ -243,11 +271,19 @@ WRK_SEEN_CMDS=()
 # measure rep server scenario conns path duration
 measure() {
     local rep=$1 srv=$2 scen=$3 conns=$4 path=$5 dur=$6 pid port out pids idle load after c0 c1 stop
-    if [[ $srv == slowsrv ]]; then pid=$SS_PID port=$SS_PORT; else pid=$NG_PID port=$NG_PORT; fi
+    read -r pid port < <(server_of "$srv")
     mapfile -t pids < <(pids_of "$pid")
     out=$RESULTS/wrk.$scen.$srv.rep$rep.txt
     local wrk_cmd=(taskset -c "$WRK_CPU" wrk -t1 -c "$conns" -d "$dur" --timeout 5s --latency
         -s "$tmp/stats.lua" "http://127.0.0.1:$port$path")
+    local steady=0
+    if [[ $scen == steady* ]]; then
+        # h2load, one thread, HTTP/1.1, the warm-up left out; its log has one line per request
+        steady=1
+        out=$RESULTS/h2load.$scen.$srv.rep$rep.txt
+        wrk_cmd=(taskset -c "$WRK_CPU" h2load --h1 -t1 -c "$conns" --warm-up-time="$WARMUP"
+            -D "$dur" --log-file="$out.log" "http://127.0.0.1:$port$path")
+    fi
     ((rep == 1)) && [[ $srv == slowsrv ]] && WRK_SEEN_CMDS+=("${wrk_cmd[*]/$tmp\/stats.lua/stats.lua}")
     sleep 1
     idle=$(rss_kib "${pids[@]}")
@@ -256,7 +292,7 @@ measure() {
     sampler_pid=$!
     c0=$(cpu_ticks "${pids[@]}")
     log "rep $rep $srv $scen: ${wrk_cmd[*]:3}"
-    "${wrk_cmd[@]}" >"$out" 2>&1 || log "wrk exited non-zero ($srv $scen), see $out"
+    "${wrk_cmd[@]}" >"$out" 2>&1 || log "${wrk_cmd[3]} exited non-zero ($srv $scen), see $out"
     c1=$(cpu_ticks "${pids[@]}")
     rm -f "$stop"; wait "$sampler_pid" 2>/dev/null || true; sampler_pid=""
     load=$(cat "$tmp/rss.max")
@@ -266,9 +302,9 @@ measure() {
         echo "# server=$srv pids=${pids[*]} rss_idle_kib=$idle rss_load_max_kib=$load rss_after_kib=$after cpu_ticks=$((c1 - c0)) clk_tck=$CLK_TCK"
     } >>"$out"
     # parse: the Lua line gives exact microseconds; fall back to wrk's text report
-    python3 - "$out" "$rep" "$srv" "$scen" "$conns" "$idle" "$load" "$after" "$((c1 - c0))" "$CLK_TCK" >>"$tsv" <<'PY'
+    python3 - "$out" "$rep" "$srv" "$scen" "$conns" "$idle" "$load" "$after" "$((c1 - c0))" "$CLK_TCK" "$steady" "$dur" >>"$tsv" <<'PY'
 import re, sys
-out, rep, srv, scen, conns, idle, load, after, ticks, clk = sys.argv[1:]
+out, rep, srv, scen, conns, idle, load, after, ticks, clk, steady, dur = sys.argv[1:]
 text = open(out, errors="replace").read()
 unit = {"us": 1, "ms": 1e3, "s": 1e6, "m": 60e6, "h": 3600e6}
 def t(v):
@@ -276,7 +312,23 @@ def t(v):
     return float(m.group(1)) * unit[m.group(2)] if m else float("nan")
 d = {}
 m = re.search(r"^WRKSTATS (.*)$", text, re.M)
-if m:
+if steady == "1":
+    # h2load: counts from its report, times from its per-request log (status 200 only; a
+    # request still waiting when -D ends is not in it)
+    lat = []
+    for line in open(out + ".log", errors="replace"):
+        f = line.split()
+        if len(f) >= 3 and f[1] == "200":
+            lat.append(float(f[2]))
+    lat.sort()
+    pct = lambda p: lat[min(len(lat) - 1, int(len(lat) * p / 100))] if lat else float("nan")
+    m = re.search(r"requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed, "
+                  r"(\d+) errored, (\d+) timeout", text)
+    done = [float(x) for x in m.groups()] if m else [0.0] * 5
+    d = {"requests": float(len(lat)), "duration_us": float(dur) * 1e6, "p50_us": pct(50),
+         "p99_us": pct(99), "max_us": lat[-1] if lat else float("nan"), "connect": 0.0,
+         "read": done[3], "write": 0.0, "timeout": done[4], "status": done[0] - done[1]}
+elif m:
     d = {k: float(v) for k, v in (kv.split("=") for kv in m.group(1).split())}
 else:
     m = re.search(r"(\d+) requests in ([0-9.]+\w+)", text)
@@ -315,22 +367,33 @@ stop_pid "$SS_PID" slowsrv; stop_pid "$NG_PID" nginx
 # ---------------------------------------------------------------- runs
 scenarios=()
 for n in $CONNS; do scenarios+=("test$n"); done
-scenarios+=(echo)
+big=0
+for n in $CONNS; do ((n > big)) && big=$n; done
+scenarios+=("steady$big" echo)
 for ((rep = 1; rep <= REPS; rep++)); do
     if ((rep % 2)); then order=(slowsrv nginx); else order=(nginx slowsrv); fi
     for scen in "${scenarios[@]}"; do
         start_slowsrv "$rep.$scen"; start_nginx "$rep.$scen"
-        for srv in "${order[@]}"; do
-            if [[ $scen == echo ]]; then
-                measure "$rep" "$srv" echo "$ECHO_CONNS" /echo "$ECHO_DUR"
-            else
+        srvs=("${order[@]}")
+        n=${scen#test}; n=${n#steady}
+        if [[ $scen != echo ]] && ((n >= 5000)); then
+            start_slowsrv_1k "$rep.$scen"
+            srvs+=(slowsrv-1k)
+        fi
+        for srv in "${srvs[@]}"; do
+            case $scen in
+            echo) measure "$rep" "$srv" echo "$ECHO_CONNS" /echo "$ECHO_DUR" ;;
+            steady*) measure "$rep" "$srv" "$scen" "${scen#steady}" /test "$STEADY_DUR" ;;
+            *)
                 n=${scen#test}
                 dur=$TEST_DUR; ((n >= 5000)) && dur=$BIG_DUR
                 measure "$rep" "$srv" "$scen" "$n" /test "$dur"
-            fi
+                ;;
+            esac
             sleep 1
         done
         stop_pid "$SS_PID" slowsrv; stop_pid "$NG_PID" nginx
+        [[ -n $S1_PID ]] && { stop_pid "$S1_PID" slowsrv-1k; S1_PID=""; }
         sleep 2   # let TIME_WAIT/closing sockets of the big runs settle
     done
 done
@@ -346,10 +409,10 @@ git_rev=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
     echo "- date: $(date -Is)"
     echo "- host: nproc=$ncpu, $(uname -srm), fd limit $(ulimit -n)"
     echo "- versions: $nginx_v; $wrk_v; ${SS_BANNER%% listening*} (git $git_rev, binary $SLOWSRV built $(date -r "$SLOWSRV" -Is))"
-    echo "- slowsrv: \`$SLOWSRV --threads 1 --port 0 --delay ${DELAY_S}s${SLOWSRV_EXTRA:+ $SLOWSRV_EXTRA}\`, $SS_BANNER"
+    echo "- slowsrv: \`$SLOWSRV --threads 1 --port 0 --delay ${DELAY_S}s${SLOWSRV_EXTRA:+ $SLOWSRV_EXTRA}\`, $SS_BANNER; slowsrv-1k: the same with \`$SMALL_LIMITS\`"
     echo "- nginx: 1 worker + master, echo module, worker_connections $NOFILE, listen backlog $BACKLOG (= slowsrv's), keepalive_requests unlimited, access_log off"
     echo "- servers on CPU $SERVER_CPU, wrk on CPU $WRK_CPU; fresh servers per measurement; $REPS repetitions, medians"
-    for c in "${WRK_SEEN_CMDS[@]}"; do echo "- wrk: \`$c\`"; done
+    for c in "${WRK_SEEN_CMDS[@]}"; do echo "- load: \`$c\`"; done
     echo "- raw outputs: $RESULTS"
     echo
     python3 - "$tsv" "$DELAY_S" <<'PY'
@@ -371,14 +434,18 @@ def fmt(x, nd=0):
     return f"{x:,.{nd}f}"
 def ratio(a, b):
     return "n/a" if (a != a or b != b or b == 0) else f"{a / b:.2f}"
-print("| figure | slowsrv | nginx | slowsrv/nginx | target | result |")
-print("| --- | ---: | ---: | ---: | --- | --- |")
+print("| figure | slowsrv | nginx | slowsrv/nginx | target | result | slowsrv, 1K header limits |")
+print("| --- | ---: | ---: | ---: | --- | --- | ---: |")
 def row(name, scen, f, nd=0, target="", check=None):
     a, b = med("slowsrv", scen, f), med("nginx", scen, f)
+    c = med("slowsrv-1k", scen, f)
     res = ""
     if check:
         res = "PASS" if check(a, b) else "FAIL"
-    print(f"| {name} | {fmt(a, nd)} | {fmt(b, nd)} | {ratio(a, b)} | {target} | {res} |")
+        if c == c:
+            res += " (1K: %s)" % ("PASS" if check(c, b) else "FAIL")
+    print(f"| {name} | {fmt(a, nd)} | {fmt(b, nd)} | {ratio(a, b)} | {target} | {res} | "
+          f"{fmt(c, nd) if c == c else '—'} |")
 scens = sorted({r["scenario"] for r in rows if r["scenario"].startswith("test")},
                key=lambda s: int(s[4:]))
 for scen in scens:
@@ -400,6 +467,17 @@ for scen in scens:
     row(f"{p} RSS per waiting connection KiB", scen, rss_per, 2,
         "slowsrv ≤ 4" if big else "", (lambda a, b: a <= 4) if big else None)
     row(f"{p} server CPU µs/request", scen, cpu_us, 1)
+for scen in sorted({r["scenario"] for r in rows if r["scenario"].startswith("steady")}):
+    n = int(scen[6:])
+    ideal = n / delay
+    p = f"/test c={n:,} steady state (h2load --h1, warm-up left out):"
+    row(f"{p} requests/s ÷ ideal ({ideal:,.0f}/s)", scen, lambda r: rps(r) / ideal, 3)
+    row(f"{p} p50 latency ms", scen, lambda r: float(r["p50_us"]) / 1e3, 1)
+    row(f"{p} p99 latency ms", scen, lambda r: float(r["p99_us"]) / 1e3, 1, "slowsrv ≤ 1010",
+        lambda a, b: a <= 1010)
+    row(f"{p} max latency ms", scen, lambda r: float(r["max_us"]) / 1e3, 1)
+    row(f"{p} errors and non-2xx", scen, lambda r: errs(r) + float(r["non2xx"]), 0)
+    row(f"{p} server CPU µs/request", scen, cpu_us, 1)
 row("/echo c=100: requests/s", "echo", rps, 0)
 row("/echo c=100: server CPU µs/request", "echo", cpu_us, 2, "slowsrv ≤ nginx",
     lambda a, b: a <= b)
@@ -408,7 +486,9 @@ print()
 print("Requests/s ÷ ideal: wrk counts only requests completed before it stops, so a perfect "
       "server scores about (d−1)/d with a 1 s delay and a d-second run (0.90 at 10 s, "
       "0.92 at 12 s); compare the two servers. RSS figures for nginx are master + worker. "
-      "CPU: utime+stime of the server process(es) over the run ÷ requests wrk completed.")
+      "CPU: utime+stime of the server process(es) over the run ÷ requests wrk completed "
+      "(steady state: over warm-up and run ÷ requests after the warm-up, so it reads high). "
+      "Steady state: h2load's -D run after its warm-up, percentiles over its per-request log.")
 PY
 } >"$RESULTS/summary.md"
 cat "$RESULTS/summary.md"

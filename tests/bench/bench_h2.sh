@@ -15,19 +15,22 @@
 #   echo-h1   wrk -t1 -c100 -d10s /echo                 all four servers
 #   echo-h2c  h2load -c100 -m10 -D 10 http://…/echo     slowsrv-h2o, nginx, h2o
 #   test-h2c  h2load -c100 -m100 -D 10 --log-file …/test   slowsrv-h2o --delay 1s, nginx echo_sleep 1
+#   test-h2c-steady  the same after a WARMUP-second h2load --warm-up-time (the opening burst of
+#             10 000 streams left out): steady-state p50/p99/max
 # Figures: requests/s, server CPU time per request (utime+stime of the server process(es),
 # nginx master+worker, h2o and its helper child, from /proc/PID/stat before/after ÷ requests
 # done), failures; for test-h2c p50/p99/max request time from h2load's per-request log.
 #
 # Not part of the test suite. See tests/bench/README.md. Knobs (environment):
 #   SLOWSRV=path SLOWSRV_H2O=path  REPS=3  DUR=10  SERVER_CPU=0 WRK_CPU=1
-#   SCENARIOS="echo-h1 echo-h2c test-h2c"  RESULTS=dir (default tests/bench/results/<date>-h2/)
+#   SCENARIOS="echo-h1 echo-h2c test-h2c test-h2c-steady"  WARMUP=5
+#   RESULTS=dir (default tests/bench/results/<date>-h2/)
 set -Eeuo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cmdline="$0${*:+ $*}"
-for a in REPS DUR SERVER_CPU WRK_CPU SLOWSRV SLOWSRV_H2O SCENARIOS RESULTS QUIET_WAIT QUIET_MAX OTHER_MAX TRIES; do
+for a in REPS DUR WARMUP SERVER_CPU WRK_CPU SLOWSRV SLOWSRV_H2O SCENARIOS RESULTS QUIET_WAIT QUIET_MAX OTHER_MAX TRIES; do
     [[ -n ${!a:-} ]] && cmdline="$a=\"${!a}\" $cmdline"
 done
 
@@ -37,7 +40,8 @@ SERVER_CPU=${SERVER_CPU:-0}
 WRK_CPU=${WRK_CPU:-1}
 SLOWSRV=${SLOWSRV:-$root/build-bench/slowsrv}
 SLOWSRV_H2O=${SLOWSRV_H2O:-$root/build-bench/slowsrv-h2o}
-SCENARIOS=${SCENARIOS:-"echo-h1 echo-h2c test-h2c"}
+SCENARIOS=${SCENARIOS:-"echo-h1 echo-h2c test-h2c test-h2c-steady"}
+WARMUP=${WARMUP:-5}            # seconds, h2load --warm-up-time for test-h2c-steady
 stamp=$(date +%Y%m%d-%H%M%S)
 RESULTS=${RESULTS:-$here/results/$stamp-h2}
 DELAY_S=1
@@ -314,7 +318,7 @@ EOF
 # parse rep server scenario conns streams out logfile ticks -> tsv line
 parse_run() {
     python3 - "$@" <<'PY'
-import re, sys
+import os, re, sys
 rep, srv, scen, conns, streams, out, logf, ticks, clk, tool, other, uticks = sys.argv[1:]
 text = open(out, errors="replace").read()
 nan = float("nan")
@@ -333,6 +337,8 @@ if m:   # wrk
 else:   # h2load
     m = re.search(r"finished in ([0-9.]+)(us|ms|s),", text)
     if m: d["duration_us"] = t(m.group(1) + m.group(2))
+    if scen.endswith("-steady"):   # "finished in" counts the warm-up, "succeeded" does not
+        d["duration_us"] = float(os.environ["STEADY_DUR_S"]) * 1e6
     m = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout", text)
     if m:
         d.update(requests=float(m.group(4)), failed=float(m.group(5)), errored=float(m.group(6)),
@@ -377,11 +383,12 @@ measure() { # rep server scenario try; sets RETRY=1 when other processes disturb
         conns=$ECHO_CONNS streams=$H2_ECHO_STREAMS
         cmd=(taskset -c "$WRK_CPU" h2load -c "$conns" -m "$streams" -D "$DUR"
             "http://127.0.0.1:$H2_PORT/echo") ;;
-    test-h2c)
+    test-h2c | test-h2c-steady)
         conns=$ECHO_CONNS streams=$H2_TEST_STREAMS
         logf=$RESULTS/$scen.$srv.rep$rep.log
         cmd=(taskset -c "$WRK_CPU" h2load -c "$conns" -m "$streams" -D "$DUR"
-            "--log-file=$logf" "http://127.0.0.1:$H2_PORT/test") ;;
+            "--log-file=$logf" "http://127.0.0.1:$H2_PORT/test")
+        [[ $scen == test-h2c-steady ]] && cmd+=("--warm-up-time=$WARMUP") ;;
     esac
     [[ -n ${TOOL_CMDS[$scen]:-} ]] || TOOL_CMDS[$scen]=$(printf '%s ' "${cmd[@]}" | sed "s#$tmp/##g; s#$RESULTS/#RESULTS/#g")
     sleep 1
@@ -404,12 +411,12 @@ measure() { # rep server scenario try; sets RETRY=1 when other processes disturb
         RETRY=1
         return 0
     fi
-    parse_run "$rep" "$srv" "$scen" "$conns" "$streams" "$out" "$logf" "$((c1 - c0))" "$CLK_TCK" "$((w1 - w0))" "$other" "$((u1 - u0))" >>"$tsv"
+    STEADY_DUR_S=$DUR parse_run "$rep" "$srv" "$scen" "$conns" "$streams" "$out" "$logf" "$((c1 - c0))" "$CLK_TCK" "$((w1 - w0))" "$other" "$((u1 - u0))" >>"$tsv"
     # a server that stalled or broke under load fails the next plain request
     case $scen in
     echo-h1) get_ok "http://127.0.0.1:$H1_PORT/echo" OK || die "$srv: /echo wrong or silent after $scen" ;;
     echo-h2c) get_ok "http://127.0.0.1:$H2_PORT/echo" OK --http2-prior-knowledge || die "$srv: h2c /echo wrong or silent after $scen" ;;
-    test-h2c) get_ok "http://127.0.0.1:$H2_PORT/test" ok --http2-prior-knowledge || die "$srv: h2c /test wrong or silent after $scen" ;;
+    test-h2c*) get_ok "http://127.0.0.1:$H2_PORT/test" ok --http2-prior-knowledge || die "$srv: h2c /test wrong or silent after $scen" ;;
     esac
     [[ $logf != - ]] && { gzip -f "$logf" || true; }   # per-request logs are large
     return 0
@@ -419,7 +426,7 @@ servers_for() { # scenario -> servers
     case $1 in
     echo-h1) echo "slowsrv-h2o slowsrv nginx h2o" ;;
     echo-h2c) echo "slowsrv-h2o nginx h2o" ;;
-    test-h2c) echo "slowsrv-h2o nginx" ;;
+    test-h2c | test-h2c-steady) echo "slowsrv-h2o nginx" ;;
     *) die "unknown scenario $1" ;;
     esac
 }
@@ -557,17 +564,19 @@ if "echo-h2c" in scens:
     row(f"{p} h2load CPU µs/request", "echo-h2c", tool_us, 2)
     row(f"{p} failed + errored + timeout + non-2xx", "echo-h2c", bad, ratios=False)
     row(f"{p} other processes' CPU %", "echo-h2c", lambda r: num(r, "other_cpu_pct"), ratios=False)
-if "test-h2c" in scens:
-    p = "/test 1 s h2c (h2load c=100 m=100, 10 000 streams):"
-    row(f"{p} requests/s", "test-h2c", rps)
-    row(f"{p} p50 ms", "test-h2c", lambda r: num(r, "p50_us") / 1e3, 1)
-    row(f"{p} p99 ms", "test-h2c", lambda r: num(r, "p99_us") / 1e3, 1, "slowsrv-h2o ≤ 1010",
+for scen, what in (("test-h2c", "whole run"), ("test-h2c-steady", "steady state, warm-up left out")):
+    if scen not in scens:
+        continue
+    p = f"/test 1 s h2c (h2load c=100 m=100, 10 000 streams, {what}):"
+    row(f"{p} requests/s", scen, rps)
+    row(f"{p} p50 ms", scen, lambda r: num(r, "p50_us") / 1e3, 1)
+    row(f"{p} p99 ms", scen, lambda r: num(r, "p99_us") / 1e3, 1, "slowsrv-h2o ≤ 1010",
         lambda v: le(v["slowsrv-h2o"], 1010))
-    row(f"{p} max ms", "test-h2c", lambda r: num(r, "max_us") / 1e3, 1)
-    row(f"{p} server CPU µs/request", "test-h2c", cpu_us, 1)
-    row(f"{p} h2load CPU µs/request", "test-h2c", tool_us, 1)
-    row(f"{p} failed + errored + timeout + non-2xx", "test-h2c", bad, ratios=False)
-    row(f"{p} other processes' CPU %", "test-h2c", lambda r: num(r, "other_cpu_pct"), ratios=False)
+    row(f"{p} max ms", scen, lambda r: num(r, "max_us") / 1e3, 1)
+    row(f"{p} server CPU µs/request", scen, cpu_us, 1)
+    row(f"{p} h2load CPU µs/request", scen, tool_us, 1)
+    row(f"{p} failed + errored + timeout + non-2xx", scen, bad, ratios=False)
+    row(f"{p} other processes' CPU %", scen, lambda r: num(r, "other_cpu_pct"), ratios=False)
 print()
 print("— = not measured (slowsrv: HTTP/1.1 only; h2o: static /echo only). Medians of the "
       "repetitions, each figure separately. Requests/s: requests completed ÷ run time "
@@ -580,7 +589,9 @@ print("— = not measured (slowsrv: HTTP/1.1 only; h2o: static /echo only). Medi
       "`times`) ÷ requests. Loopback TCP work done in softirq is charged to whichever process "
       "is running. Other processes' CPU: all CPUs' busy time (/proc/stat, incl. softirq) minus "
       "server and load tool, % of one CPU; runs above OTHER_MAX were repeated (*.noisyN). /test percentiles: nearest "
-      "rank over the per-request times of h2load --log-file (status 200 only).")
+      "rank over the per-request times of h2load --log-file (status 200 only); steady state: "
+      "h2load --warm-up-time, the -D run after it only (CPU per request is over warm-up and "
+      "run, so it reads high there).")
 PY
 } >"$RESULTS/summary.md"
 cat "$RESULTS/summary.md"
