@@ -349,6 +349,8 @@ cols = [rep, srv, scen, conns] + ["%.0f" % d[k] for k in
          "timeout", "status")] + [idle, load, after, ticks, clk]
 print("\t".join(cols))
 PY
+    ((steady)) && { gzip -f "$out.log" || true; }   # per-request logs are large
+    return 0
 }
 
 # ---------------------------------------------------------------- preflight
