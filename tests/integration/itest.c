@@ -1680,43 +1680,60 @@ static void max_requests_caps_pipelining(void)
     stop_expect_clean(&s);
 }
 
+/* Against a server started with --max-request-line `line` --max-header-size `hdr`: a target of
+ * `line_ok` bytes is served, one over `line` gets the JSON 414, a header block over `hdr` the
+ * JSON 431. */
+static void check_request_limits(const struct server *s, size_t line, size_t line_ok, size_t hdr)
+{
+    static char path[20000], big[20000];
+    struct reply r;
+    char want[160];
+    const char *hdrs[] = {big, NULL};
+    memcpy(path, "/echo?pad=", 10);
+    memset(path + 10, 'a', line_ok - 10);
+    path[line_ok] = '\0';
+    http_request(s->port, "GET", path, NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(r.body, "OK");
+    memset(path + 10, 'a', line + 100 - 10);
+    path[line + 100] = '\0';
+    http_request(s->port, "GET", path, NULL, NULL, &r);
+    CHECK_INT(r.status, 414);
+    snprintf(want, sizeof want,
+             "{\"error\": \"request target over %zu bytes (--max-request-line)\", \"status\": 414}",
+             line);
+    CHECK_STR(r.body, want);
+    memcpy(big, "X-Big: ", 7);
+    memset(big + 7, 'b', hdr + 50);
+    big[hdr + 57] = '\0';
+    http_request(s->port, "GET", "/echo", NULL, hdrs, &r);
+    CHECK_INT(r.status, 431);
+    snprintf(want, sizeof want,
+             "{\"error\": \"request headers over %zu bytes (--max-header-size)\", \"status\": 431}",
+             hdr);
+    CHECK_STR(r.body, want);
+}
+
 /* --max-request-line and --max-header-size move the 414 and 431 limits, with JSON answers. */
 static void request_limits_follow_options(void)
 {
     struct server s;
-    struct reply r;
-    static char path[20000], hdr[4000];
     START(&s, "--max-request-line", "16K", "--max-header-size", "2K");
-    memcpy(path, "/echo?pad=", 10);
-    memset(path + 10, 'a', 12000);
-    http_request(s.port, "GET", path, NULL, NULL, &r);
-    CHECK_INT(r.status, 200);
-    CHECK_STR(r.body, "OK");
-    memset(path + 10, 'a', 17000);
-    http_request(s.port, "GET", path, NULL, NULL, &r);
-    CHECK_INT(r.status, 414);
-    CHECK_STR(r.body, "{\"error\": \"request target over 16384 bytes (--max-request-line)\", "
-                      "\"status\": 414}");
-    memcpy(hdr, "X-Big: ", 7);
-    memset(hdr + 7, 'b', 3000);
-    const char *hdrs[] = {hdr, NULL};
-    http_request(s.port, "GET", "/echo", NULL, hdrs, &r);
-    CHECK_INT(r.status, 431);
-    CHECK_STR(r.body, "{\"error\": \"request headers over 2048 bytes (--max-header-size)\", "
-                      "\"status\": 431}");
+    check_request_limits(&s, 16384, 12010, 2048);
     honest(s.port, "/echo", "OK", 0, 0.5);
     stop_expect_clean(&s);
 }
 
-/* Lowered limits (slowsrv shrinks its per-connection pool with them): a request at the limits is
- * served, one just over gets the JSON answer, one far over still gets a 431, and the server goes
- * on. */
+/* Lowered limits (slowsrv shrinks its per-connection pool with them): a request with a target
+ * and a header block at the limits is served, one just over gets the JSON answer, one far over
+ * still gets a 431, and the server goes on. */
 static void request_limits_lowered(void)
 {
     struct server s;
     struct reply r;
-    static char path[1200], hdr[6000];
+    static char path[1100], hdr[6000];
     START(&s, "--max-request-line", "1K", "--max-header-size", "1K");
+    check_request_limits(&s, 1024, 1010, 1024);
     memcpy(path, "/echo?pad=", 10);
     memset(path + 10, 'a', 1000); /* a 1010-byte target */
     memcpy(hdr, "X-Big: ", 7);
@@ -1725,16 +1742,6 @@ static void request_limits_lowered(void)
     http_request(s.port, "GET", path, NULL, hdrs, &r);
     CHECK_INT(r.status, 200);
     CHECK_STR(r.body, "OK");
-    memset(path + 10, 'a', 1100);
-    http_request(s.port, "GET", path, NULL, NULL, &r);
-    CHECK_INT(r.status, 414);
-    CHECK_STR(r.body, "{\"error\": \"request target over 1024 bytes (--max-request-line)\", "
-                      "\"status\": 414}");
-    memset(hdr + 7, 'b', 1100);
-    http_request(s.port, "GET", "/echo", NULL, hdrs, &r);
-    CHECK_INT(r.status, 431);
-    CHECK_STR(r.body, "{\"error\": \"request headers over 1024 bytes (--max-header-size)\", "
-                      "\"status\": 431}");
     memset(hdr + 7, 'b', 5000);
     http_request(s.port, "GET", "/echo", NULL, hdrs, &r);
     CHECK_INT(r.status, 431);
