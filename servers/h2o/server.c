@@ -459,8 +459,9 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     /* A busy loop reads many requests before it gets to the timerfd: what is already due goes
      * out first, so that a burst of arrivals does not make earlier delays overshoot. */
     struct timer_node *top = timer_heap_peek(&loop->timers);
-    if (top && top->due_us <= timer_now_us())
-        fire_due(loop, timer_now_us());
+    uint64_t now = top ? timer_now_us() : 0;
+    if (top && top->due_us <= now)
+        fire_due(loop, now);
     memcpy(method, req->method.base, mlen);
     method[mlen] = '\0';
     struct h2o_request *r = h2o_mem_alloc_shared(&req->pool, sizeof *r, on_dispose);
