@@ -112,13 +112,13 @@ struct timer_node *timer_heap_pop_due(struct timer_heap *heap, uint64_t now_us)
     return top;
 }
 
-int timer_heap_wait_ms(const struct timer_heap *heap, uint64_t now_us, int idle_ms)
+uint64_t timer_heap_wait_us(const struct timer_heap *heap, uint64_t now_us, uint64_t idle_us)
 {
     struct timer_node *top = timer_heap_peek(heap);
     if (!top)
-        return idle_ms;
+        return idle_us;
     if (top->due_us <= now_us)
         return 0;
-    uint64_t ms = (top->due_us - now_us + 999) / 1000;
-    return ms > (uint64_t)idle_ms ? idle_ms : (int)ms;
+    uint64_t us = top->due_us - now_us;
+    return us > idle_us ? idle_us : us;
 }

@@ -52,8 +52,8 @@ struct timer_node *timer_heap_peek(const struct timer_heap *heap);
  * Call in a loop to drain everything that is due. */
 struct timer_node *timer_heap_pop_due(struct timer_heap *heap, uint64_t now_us);
 
-/* Milliseconds from now_us until the earliest deadline, rounded up so a wait of that length
- * never wakes too early; 0 if one is due; `idle_ms` if the heap is empty. */
-int timer_heap_wait_ms(const struct timer_heap *heap, uint64_t now_us, int idle_ms);
+/* Microseconds from now_us until the earliest deadline, at most `idle_us`; 0 if one is due;
+ * `idle_us` if the heap is empty. */
+uint64_t timer_heap_wait_us(const struct timer_heap *heap, uint64_t now_us, uint64_t idle_us);
 
 #endif

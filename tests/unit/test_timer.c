@@ -86,19 +86,20 @@ static void timer_push_beyond_max_is_refused(void)
     timer_heap_cleanup(&h);
 }
 
-static void timer_wait_ms_rounds_up_and_caps(void)
+static void timer_wait_us_is_exact_and_capped(void)
 {
     struct timer_heap h;
     struct timer_node a;
     timer_heap_init(&h, 2);
-    CHECK_INT(timer_heap_wait_ms(&h, 0, 100), 100);
+    CHECK_INT(timer_heap_wait_us(&h, 0, 100000), 100000);
     timer_node_init(&a);
     a.due_us = 10500;
     timer_heap_push(&h, &a);
-    CHECK_INT(timer_heap_wait_ms(&h, 10000, 100), 1);
-    CHECK_INT(timer_heap_wait_ms(&h, 0, 100), 11);
-    CHECK_INT(timer_heap_wait_ms(&h, 0, 5), 5);
-    CHECK_INT(timer_heap_wait_ms(&h, 20000, 100), 0);
+    CHECK_INT(timer_heap_wait_us(&h, 10000, 100000), 500);
+    CHECK_INT(timer_heap_wait_us(&h, 0, 100000), 10500);
+    CHECK_INT(timer_heap_wait_us(&h, 0, 5000), 5000);
+    CHECK_INT(timer_heap_wait_us(&h, 10500, 100000), 0);
+    CHECK_INT(timer_heap_wait_us(&h, 20000, 100000), 0);
     timer_heap_cleanup(&h);
 }
 
@@ -115,7 +116,7 @@ int main(void)
     timer_pop_due_leaves_future_deadlines();
     timer_cancel_removes_any_node_and_twice_is_harmless();
     timer_push_beyond_max_is_refused();
-    timer_wait_ms_rounds_up_and_caps();
+    timer_wait_us_is_exact_and_capped();
     timer_now_is_monotonic();
     return CHECK_DONE();
 }
