@@ -27,7 +27,7 @@
 #   RESULTS=dir      where raw outputs go (default tests/bench/results/<date>/, git-ignored)
 #   TEST_DUR=10s BIG_DUR=12s   wrk -d for /test (BIG_DUR at 5 000+ connections)
 #   SLOWSRV_EXTRA="" extra slowsrv options (e.g. "--model poll")
-#   WARMUP=5 STEADY_DUR=15   h2load --warm-up-time and -D for the steady-state /test run
+#   WARMUP=15 STEADY_DUR=20  h2load --warm-up-time and -D for the steady-state /test run
 set -Eeuo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -47,8 +47,11 @@ stamp=$(date +%Y%m%d-%H%M%S)
 RESULTS=${RESULTS:-$here/results/$stamp}
 TEST_DUR=${TEST_DUR:-10s}   # wrk -d for /test below 5 000 connections
 BIG_DUR=${BIG_DUR:-12s}     # wrk -d for /test at 5 000+ connections (connect phase)
-WARMUP=${WARMUP:-5}         # h2load --warm-up-time for the steady-state /test run, seconds
-STEADY_DUR=${STEADY_DUR:-15}  # h2load -D for it, seconds
+# h2load --warm-up-time and -D for the steady-state /test run, seconds. At 10 000 HTTP/1.1
+# connections the waves take 10-15 s to settle (p99 per 5 s window, both servers: ~1150 ms in
+# the first, ~1025 in the second, 1004-1016 from the third on), so the warm-up is 15 s.
+WARMUP=${WARMUP:-15}
+STEADY_DUR=${STEADY_DUR:-20}
 SMALL_LIMITS="--max-request-line 1K --max-header-size 1K"   # slowsrv-1k
 DELAY_S=1            # /test delay on both servers, seconds
 ECHO_CONNS=100
