@@ -97,30 +97,12 @@ tmp=$(mktemp -d /tmp/slowsrv-bench-upload.XXXXXX)
 tsv=$RESULTS/results.tsv
 printf 'rep\tserver\tsize\tbody_bytes\tconns\trequests\tduration_us\tp50_us\tp99_us\tmax_us\terr_connect\terr_read\terr_write\terr_timeout\tnon2xx\tvmhwm_kib\tcpu_ticks\tclk_tck\twrk_cpu_us\tother_cpu_pct\n' >"$tsv"
 
-# ---------------------------------------------------------------- interference from other work
-
 # ---------------------------------------------------------------- process bookkeeping
 # Only PIDs this script started are ever signalled.
 declare -A live=()   # pid -> name
 
-stop_pid() { # pid name: SIGTERM, wait up to 10 s, then SIGKILL
-    local pid=$1 name=$2 i rc
-    kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; unset "live[$pid]"; return 0; }
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$pid" 2>/dev/null; then
-        log "$name (pid $pid) did not exit 10 s after SIGTERM; SIGKILL"
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
-    rc=0; wait "$pid" 2>/dev/null || rc=$?
-    # the gin demo has no signal handler: SIGTERM kills it (status 143), which is fine
-    if [[ $name == gin ]]; then
-        ((rc == 0 || rc == 143)) || log "note: $name (pid $pid) exited with status $rc after SIGTERM"
-    else
-        ((rc == 0)) || log "note: $name (pid $pid) exited with status $rc after SIGTERM"
-    fi
-    unset "live[$pid]"
-}
+# the gin demo has no signal handler: SIGTERM kills it (status 143), which is fine
+STOP_TERM_OK=gin
 
 cleanup() {
     local rc=$? pid

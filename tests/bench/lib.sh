@@ -1,5 +1,6 @@
 # Helpers shared by the bench_*.sh scripts (sourced, not run). They use the caller's globals:
-# QUIET_WAIT, QUIET_MAX, CLK_TCK (wait_quiet), the `live` array (stop_pid), $tmp (child_cpu_us).
+# QUIET_WAIT, QUIET_MAX, CLK_TCK (wait_quiet), the `live` array and STOP_TERM_OK (stop_pid),
+# $tmp (child_cpu_us).
 # shellcheck shell=bash disable=SC2154,SC2034
 
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -28,6 +29,9 @@ wait_quiet() {
     log "host still busy after ${QUIET_WAIT}s; measuring anyway (see other_cpu_pct)"
 }
 
+# Names of servers that have no SIGTERM handler, so that SIGTERM ends them with status 143,
+# which is then no news (the caller sets it, e.g. STOP_TERM_OK="gin").
+STOP_TERM_OK=${STOP_TERM_OK:-}
 stop_pid() { # pid name: SIGTERM, wait up to 10 s, then SIGKILL
     local pid=$1 name=$2 i rc
     kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; unset "live[$pid]"; return 0; }
@@ -38,7 +42,8 @@ stop_pid() { # pid name: SIGTERM, wait up to 10 s, then SIGKILL
         kill -KILL "$pid" 2>/dev/null || true
     fi
     rc=0; wait "$pid" 2>/dev/null || rc=$?
-    ((rc == 0)) || log "note: $name (pid $pid) exited with status $rc after SIGTERM"
+    ((rc == 0)) || { ((rc == 143)) && [[ " $STOP_TERM_OK " == *" $name "* ]]; } ||
+        log "note: $name (pid $pid) exited with status $rc after SIGTERM"
     unset "live[$pid]"
 }
 
