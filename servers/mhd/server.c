@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -30,14 +31,35 @@
 /* Longest wait in a loop iteration, so a stop request is noticed promptly. */
 #define LOOP_TICK_US (100 * 1000)
 #define RESUME_BATCH_US 1000
+/* libmicrohttpd 0.9.75 walks every suspended connection of a daemon each time it resumes one
+ * (resume_suspended_connections): at 10 000 waiting connections that walk was over a third of
+ * slowsrv's CPU. An epoll loop therefore accepts its connections itself and hands them to
+ * several daemons ("shards"), filling each up to SHARD_CONNECTIONS before the next, and runs only
+ * the shards with socket events or resumed connections: up to 100 connections still make one
+ * daemon, as before, and 10 000 make 79. */
+#define SHARD_CONNECTIONS 128
+#define MAX_SHARDS 160
+/* Connections accepted per loop turn, and the pause when the process is out of descriptors. */
+#define ACCEPT_BATCH 64
+#define ACCEPT_PAUSE_US (100 * 1000)
 
 struct mhd_loop;
+
+/* One libmicrohttpd daemon of a loop; the callbacks' closure. */
+struct mhd_shard {
+    struct mhd_loop *loop;
+    struct MHD_Daemon *daemon;
+    atomic_int due;      /* a connection was resumed: the daemon must run */
+    atomic_size_t conns; /* its connections */
+    uint64_t next_us;    /* epoll model: when libmicrohttpd asked to run next (its timeouts) */
+};
 
 struct request {
     struct exchange x; /* first member: a popped timer node leads back to the request */
     struct MHD_Connection *conn;
     struct mhd_loop *loop;
-    int started;        /* exchange_begin ran */
+    struct mhd_shard *shard; /* the daemon of the connection */
+    int started;             /* exchange_begin ran */
     int close_after;    /* the connection's last request (--max-requests): answer, then close */
     int answered_early; /* an upload error was written to the socket mid-body (answer_early) */
     char *raw_uri;      /* the target as received, query included: kept for the access log only */
@@ -57,8 +79,13 @@ struct conn_watch {
 struct mhd_loop {
     struct mhd_server *srv;
     size_t index;
-    struct MHD_Daemon *daemon;
-    int listen_fd; /* owned by the daemon once it starts */
+    struct mhd_shard *shards; /* one unless the epoll model */
+    size_t nshards;
+    size_t used;   /* shards that ever had a connection */
+    int listen_fd; /* given to the daemon, except in the epoll model where the loop accepts */
+    int ep_fd;     /* epoll model: the shards' epoll fds, wake_fd and listen_fd */
+    uint64_t accept_paused_until; /* epoll model: out of descriptors, listen_fd left out */
+    uint64_t accept_warned;
     pthread_t thread;
     int thread_started;
     struct timer_heap timers;
@@ -121,6 +148,13 @@ static void loop_unlock(struct mhd_loop *loop)
 {
     if (loop->srv->internal)
         pthread_mutex_unlock(&loop->lock);
+}
+
+/* Every resume goes through here, so that the loop knows which daemon to run. Any thread. */
+static void resume(struct request *rq)
+{
+    MHD_resume_connection(rq->conn);
+    atomic_store_explicit(&rq->shard->due, 1, memory_order_release);
 }
 
 static void add_plan_headers(struct MHD_Response *resp, const struct plan *p)
@@ -244,7 +278,7 @@ static ssize_t read_paced(void *cls, uint64_t pos, char *buf, size_t max)
     loop_unlock(loop);
     if (rc != 0) {
         rq->x.state = EXCHANGE_CANCELLED;
-        MHD_resume_connection(rq->conn);
+        resume(rq);
     }
     return 0;
 }
@@ -332,7 +366,7 @@ static enum MHD_Result start_delay(struct request *rq)
         pthread_cond_signal(&loop->wake);
     loop_unlock(loop);
     if (rc != 0)
-        MHD_resume_connection(rq->conn); /* the handler then closes it: x is CANCELLED */
+        resume(rq); /* the handler then closes it: x is CANCELLED */
     return MHD_YES;
 }
 
@@ -363,7 +397,7 @@ static void on_admit(struct pool_entry *e)
         return;
     }
     rq->x.state = e->flushed ? EXCHANGE_CANCELLED : EXCHANGE_ADMITTED;
-    MHD_resume_connection(rq->conn);
+    resume(rq);
     wake_loop(rq->loop);
 }
 
@@ -393,7 +427,7 @@ static enum MHD_Result admit_then_proceed(struct request *rq)
     if (exchange_admit(&rq->x, on_admit) == EXCHANGE_PARKED)
         return MHD_YES;
     rq->x.state = EXCHANGE_ADMITTED;
-    MHD_resume_connection(rq->conn);
+    resume(rq);
     return MHD_YES;
 }
 
@@ -487,7 +521,7 @@ static size_t header_bytes(struct MHD_Connection *conn, const char *method, size
 
 static struct mhd_loop *loop_of(void *cls)
 {
-    return cls;
+    return ((struct mhd_shard *)cls)->loop;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -502,6 +536,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return MHD_NO;
         rq->conn = conn;
         rq->loop = loop;
+        rq->shard = cls;
         rq->started = 1;
         struct conn_watch *w = watch_of(conn);
         if (w) {
@@ -570,7 +605,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 /* --max-connections over every loop: refused connections are closed at once by MHD. */
 static enum MHD_Result on_accept_policy(void *cls, const struct sockaddr *addr, socklen_t len)
 {
-    struct mhd_loop *loop = cls;
+    struct mhd_loop *loop = loop_of(cls);
     (void)addr;
     (void)len;
     return service_conn_admit(&loop->srv->svc) == 0 ? MHD_YES : MHD_NO;
@@ -579,9 +614,11 @@ static enum MHD_Result on_accept_policy(void *cls, const struct sockaddr *addr, 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
-    struct mhd_loop *loop = cls;
+    struct mhd_shard *shard = cls;
+    struct mhd_loop *loop = shard->loop;
     struct conn_watch *w = *socket_context;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        atomic_fetch_add_explicit(&shard->conns, 1, memory_order_relaxed);
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
         if (!ci || !(w = calloc(1, sizeof *w)))
@@ -598,6 +635,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         *socket_context = w;
         return;
     }
+    atomic_fetch_sub_explicit(&shard->conns, 1, memory_order_relaxed);
     service_conn_closed(&loop->srv->svc);
     if (!w)
         return;
@@ -655,7 +693,7 @@ static void *watch_main(void *arg)
  * the handler the path without its query. The record it returns becomes the request's. */
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
-    struct mhd_loop *loop = cls;
+    struct mhd_loop *loop = loop_of(cls);
     /* A later request on a kept-alive connection: its headers are due from its request line. */
     struct conn_watch *w = watch_of(conn);
     watch_arm(loop, w);
@@ -717,33 +755,138 @@ static size_t fire_due(struct mhd_loop *loop, uint64_t now, int cancel)
                     MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
                 exchange_fire(&rq->x, ci && net_peer_gone(ci->connect_fd), cancel);
             }
-            MHD_resume_connection(rq->conn);
+            resume(rq);
         }
         fired += n;
     } while (n == sizeof batch / sizeof batch[0]);
     return fired;
 }
 
-/* External models: waits up to wait_us for MHD's sockets or a wake-up, then lets MHD process
- * what is ready. */
-static void run_once(struct mhd_loop *loop, uint64_t wait_us)
+/* Runs the shards that are due (a connection resumed or added, a socket event, libmicrohttpd's
+ * own timeout), or all of them, and notes when each asks to run next. */
+static void run_shards(struct mhd_loop *loop, int all)
 {
-    struct MHD_Daemon *d = loop->daemon;
-    MHD_UNSIGNED_LONG_LONG mhd_ms;
+    for (size_t i = 0; i < loop->used; i++) {
+        struct mhd_shard *s = &loop->shards[i];
+        if (!atomic_exchange_explicit(&s->due, 0, memory_order_acq_rel) && !all)
+            continue;
+        MHD_run(s->daemon);
+        MHD_UNSIGNED_LONG_LONG ms;
+        s->next_us = UINT64_MAX;
+        if (MHD_get_timeout(s->daemon, &ms) == MHD_YES)
+            s->next_us = timer_now_us() + (ms < UINT64_MAX / 4000 ? ms * 1000 : UINT64_MAX / 4);
+    }
+}
+
+static void drain_wake(struct mhd_loop *loop)
+{
     uint64_t v;
+    if (read(loop->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
+        LOG(loop->srv->log, LOG_LEVEL_DEBUG, "wake read: %s", strerror(errno));
+}
+
+/* The shard for a new connection: the first with room, else the least loaded. */
+static struct mhd_shard *place(struct mhd_loop *loop)
+{
+    struct mhd_shard *best = &loop->shards[0];
+    size_t least = SIZE_MAX;
+    for (size_t i = 0; i < loop->nshards; i++) {
+        size_t c = atomic_load_explicit(&loop->shards[i].conns, memory_order_relaxed);
+        if (c < SHARD_CONNECTIONS) {
+            best = &loop->shards[i];
+            break;
+        }
+        if (c < least) {
+            least = c;
+            best = &loop->shards[i];
+        }
+    }
+    size_t i = (size_t)(best - loop->shards);
+    if (i >= loop->used)
+        loop->used = i + 1;
+    return best;
+}
+
+/* Accepts what is pending on the loop's socket and gives each connection to a shard (which
+ * applies --max-connections through the accept policy). Out of descriptors, the socket is left
+ * out of the loop's wait for ACCEPT_PAUSE_US rather than reported ready on every turn. */
+static void accept_some(struct mhd_loop *loop, uint64_t now)
+{
+    for (int n = 0; n < ACCEPT_BATCH; n++) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        int fd =
+            accept4(loop->listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                if (now >= loop->accept_warned + 10 * 1000000) {
+                    LOG(loop->srv->log, LOG_LEVEL_WARN,
+                        "accept: %s; new connections wait (raise ulimit -n or LimitNOFILE)",
+                        strerror(errno));
+                    loop->accept_warned = now;
+                }
+                epoll_ctl(loop->ep_fd, EPOLL_CTL_DEL, loop->listen_fd, NULL);
+                loop->accept_paused_until = now + ACCEPT_PAUSE_US;
+            }
+            return; /* EAGAIN, or a connection that went before it was accepted */
+        }
+        struct mhd_shard *s = place(loop);
+        /* On refusal libmicrohttpd has closed the socket already. */
+        MHD_add_connection(s->daemon, fd, (struct sockaddr *)&ss, len);
+        atomic_store_explicit(&s->due, 1, memory_order_relaxed);
+    }
+}
+
+/* epoll model: waits up to wait_us for the shards' sockets, libmicrohttpd's earliest timeout, a
+ * new connection or a wake-up, then runs the shards that have something to do. The loop's epoll
+ * set holds each daemon's epoll fd (readable while it has events; never epoll_wait()ed here,
+ * which would take MHD's edge-triggered events), the wake-up eventfd and the listening socket. */
+static void run_epoll(struct mhd_loop *loop, uint64_t wait_us)
+{
+    struct epoll_event ev[MAX_SHARDS + 2];
+    uint64_t now = timer_now_us();
+    if (loop->accept_paused_until) {
+        struct epoll_event lev = {.events = EPOLLIN, .data.u64 = loop->nshards + 1};
+        if (now >= loop->accept_paused_until) {
+            loop->accept_paused_until = 0;
+            if (loop->listen_fd >= 0)
+                epoll_ctl(loop->ep_fd, EPOLL_CTL_ADD, loop->listen_fd, &lev);
+        } else if (loop->accept_paused_until - now < wait_us) {
+            wait_us = loop->accept_paused_until - now;
+        }
+    }
+    for (size_t i = 0; i < loop->used; i++) {
+        uint64_t next = loop->shards[i].next_us;
+        if (next <= now)
+            wait_us = 0;
+        else if (next - now < wait_us)
+            wait_us = next - now;
+    }
+    int n = epoll_wait(loop->ep_fd, ev, (int)loop->nshards + 2, (int)((wait_us + 999) / 1000));
+    now = timer_now_us();
+    for (int i = 0; i < n; i++) {
+        uint64_t k = ev[i].data.u64;
+        if (k < loop->nshards)
+            atomic_store_explicit(&loop->shards[k].due, 1, memory_order_relaxed);
+        else if (k == loop->nshards)
+            drain_wake(loop);
+        else if (loop->listen_fd >= 0)
+            accept_some(loop, now);
+    }
+    for (size_t i = 0; i < loop->used; i++)
+        if (loop->shards[i].next_us <= now)
+            atomic_store_explicit(&loop->shards[i].due, 1, memory_order_relaxed);
+    run_shards(loop, 0);
+}
+
+/* select model (one shard): waits up to wait_us for MHD's sockets or a wake-up, then lets MHD
+ * process what is ready. */
+static void run_select(struct mhd_loop *loop, uint64_t wait_us)
+{
+    struct MHD_Daemon *d = loop->shards[0].daemon;
+    MHD_UNSIGNED_LONG_LONG mhd_ms;
     if (MHD_get_timeout(d, &mhd_ms) == MHD_YES && mhd_ms * 1000 < wait_us)
         wait_us = mhd_ms * 1000;
-    if (loop->srv->cfg->model == CONFIG_MODEL_EPOLL) {
-        /* poll() the daemon's epoll fd, never epoll_wait() it: that would take MHD's
-         * edge-triggered events. */
-        const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
-        struct pollfd pfd[2] = {{di ? di->epoll_fd : -1, POLLIN, 0}, {loop->wake_fd, POLLIN, 0}};
-        struct timespec ts = {(time_t)(wait_us / 1000000), (long)(wait_us % 1000000) * 1000};
-        if (ppoll(pfd, 2, &ts, NULL) > 0 && pfd[1].revents && read(loop->wake_fd, &v, sizeof v) < 0)
-            LOG(loop->srv->log, LOG_LEVEL_DEBUG, "wake read: %s", strerror(errno));
-        MHD_run(d);
-        return;
-    }
     fd_set rs, ws, es;
     MHD_socket max = -1;
     FD_ZERO(&rs);
@@ -763,13 +906,14 @@ static void run_once(struct mhd_loop *loop, uint64_t wait_us)
         return;
     }
     int woken = FD_ISSET(loop->wake_fd, &rs);
-    if (woken && read(loop->wake_fd, &v, sizeof v) < 0)
-        LOG(loop->srv->log, LOG_LEVEL_DEBUG, "wake read: %s", strerror(errno));
+    if (woken)
+        drain_wake(loop);
     MHD_run_from_select(d, &rs, &ws, &es);
     /* A wake-up means a connection was resumed from another thread; MHD_run_from_select only
      * handles the sockets select() reported, MHD_run also picks up resumed connections. */
     if (woken)
         MHD_run(d);
+    atomic_store_explicit(&loop->shards[0].due, 0, memory_order_relaxed);
 }
 
 static void *loop_main(void *arg)
@@ -784,29 +928,39 @@ static void *loop_main(void *arg)
         sweep_watched(loop, now);
         /* Let MHD answer what was just resumed before waiting again. */
         if (fire_due(loop, now, 0) && !srv->internal)
-            MHD_run(loop->daemon);
+            run_shards(loop, 0);
         /* The wait counts from now, not from the top of this turn (MHD may have run for a while
          * since). It is rounded up to whole milliseconds on purpose: each resume pass makes
-         * libmicrohttpd 0.9.75 walk every suspended connection, so timers are answered in
-         * batches of up to 1 ms rather than one pass each (measured: exact waits cost more CPU
-         * and more lateness at 10 000 waiting connections). */
+         * libmicrohttpd 0.9.75 walk every suspended connection of the shard, so timers are
+         * answered in batches of up to 1 ms rather than one pass each (measured: exact waits
+         * cost more CPU and more lateness at 10 000 waiting connections). */
         loop_lock(loop);
         uint64_t wait_us = timer_heap_wait_us(&loop->timers, timer_now_us(), LOOP_TICK_US);
         loop_unlock(loop);
         wait_us = (wait_us + RESUME_BATCH_US - 1) / RESUME_BATCH_US * RESUME_BATCH_US;
         if (atomic_load_explicit(&srv->stopping, memory_order_acquire)) {
             if (!quiesced) {
-                MHD_socket fd = MHD_quiesce_daemon(loop->daemon);
-                if (fd != MHD_INVALID_SOCKET)
-                    close(fd);
+                if (srv->cfg->model == CONFIG_MODEL_EPOLL) {
+                    if (loop->listen_fd >= 0)
+                        close(loop->listen_fd); /* leaves the loop's epoll set with it */
+                    loop->listen_fd = -1;
+                } else {
+                    MHD_socket fd = MHD_quiesce_daemon(loop->shards[0].daemon);
+                    if (fd != MHD_INVALID_SOCKET)
+                        close(fd);
+                }
                 quiesced = 1;
                 drain_until = now + srv->cfg->grace_us;
             }
             if (atomic_load(&loop->active) == 0 || now >= drain_until)
                 break;
         }
+        if (srv->cfg->model == CONFIG_MODEL_EPOLL) {
+            run_epoll(loop, wait_us);
+            continue;
+        }
         if (!srv->internal) {
-            run_once(loop, wait_us);
+            run_select(loop, wait_us);
             continue;
         }
         struct timespec ts;
@@ -821,7 +975,7 @@ static void *loop_main(void *arg)
     /* Parked requests of any loop are woken to be closed; harmless if another loop did it. */
     route_table_flush(&srv->svc.routes);
     if (!srv->internal)
-        MHD_run(loop->daemon);
+        run_shards(loop, 1);
     return NULL;
 }
 
@@ -842,7 +996,8 @@ static unsigned daemon_flags(const struct config *cfg)
     unsigned flags = MHD_USE_ERROR_LOG;
     switch (cfg->model) {
     case CONFIG_MODEL_EPOLL:
-        return flags | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
+        /* The loop accepts and hands connections over (MHD_add_connection). */
+        return flags | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET;
     case CONFIG_MODEL_POLL:
         /* libmicrohttpd offers poll() only with its own polling thread. */
         return flags | MHD_USE_POLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;
@@ -856,9 +1011,9 @@ static unsigned daemon_flags(const struct config *cfg)
     return flags;
 }
 
-static int start_daemon(struct mhd_loop *loop, unsigned conn_limit, char *err)
+static int start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err)
 {
-    struct mhd_server *srv = loop->srv;
+    struct mhd_server *srv = shard->loop->srv;
     unsigned flags = daemon_flags(srv->cfg);
     struct MHD_OptionItem opts[16];
     size_t n = 0;
@@ -866,15 +1021,16 @@ static int start_daemon(struct mhd_loop *loop, unsigned conn_limit, char *err)
 #define OPT(o, v, p) (opts[n++] = (struct MHD_OptionItem){(o), (intptr_t)(v), (p)})
     /* The logger goes first so that MHD reports the other options' problems through it. */
     OPT(MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, (void *)(uintptr_t)srv->log);
-    OPT(MHD_OPTION_LISTEN_SOCKET, loop->listen_fd, NULL);
+    if (srv->cfg->model != CONFIG_MODEL_EPOLL)
+        OPT(MHD_OPTION_LISTEN_SOCKET, shard->loop->listen_fd, NULL);
     OPT(MHD_OPTION_CONNECTION_LIMIT, conn_limit, NULL);
     OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, conn_memory(srv->cfg), NULL);
     /* In seconds. libmicrohttpd never times out a suspended (waiting) connection. It also
      * reclaims the connections its epoll mode loses when a client closes mid-body. */
     OPT(MHD_OPTION_CONNECTION_TIMEOUT, (srv->cfg->idle_timeout_us + 999999) / 1000000, NULL);
-    OPT(MHD_OPTION_NOTIFY_COMPLETED, on_completed, loop);
-    OPT(MHD_OPTION_NOTIFY_CONNECTION, on_connection, loop);
-    OPT(MHD_OPTION_URI_LOG_CALLBACK, on_uri, loop);
+    OPT(MHD_OPTION_NOTIFY_COMPLETED, on_completed, shard);
+    OPT(MHD_OPTION_NOTIFY_CONNECTION, on_connection, shard);
+    OPT(MHD_OPTION_URI_LOG_CALLBACK, on_uri, shard);
     if (srv->tpc)
         OPT(MHD_OPTION_THREAD_STACK_SIZE, 256 * 1024, NULL);
     if (srv->tls_cert) {
@@ -884,9 +1040,9 @@ static int start_daemon(struct mhd_loop *loop, unsigned conn_limit, char *err)
     }
     OPT(MHD_OPTION_END, 0, NULL);
 #undef OPT
-    loop->daemon = MHD_start_daemon(flags, 0, on_accept_policy, loop, on_request, loop,
-                                    MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
-    if (!loop->daemon) {
+    shard->daemon = MHD_start_daemon(flags, 0, on_accept_policy, shard, on_request, shard,
+                                     MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    if (!shard->daemon) {
         if (srv->tls_cert)
             snprintf(err, NET_ERR_LEN,
                      "tls-key: libmicrohttpd (GnuTLS) refused the certificate and key; is "
@@ -898,7 +1054,8 @@ static int start_daemon(struct mhd_loop *loop, unsigned conn_limit, char *err)
         return -EINVAL;
     }
     /* The daemon owns the listening socket now and closes it when stopped. */
-    loop->listen_fd = -1;
+    if (srv->cfg->model != CONFIG_MODEL_EPOLL)
+        shard->loop->listen_fd = -1;
     return 0;
 }
 
@@ -909,6 +1066,39 @@ static void monotonic_cond_init(pthread_cond_t *cond)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(cond, &ca);
     pthread_condattr_destroy(&ca);
+}
+
+/* Daemons per loop: one, except in the epoll model, where there are enough for the loop's
+ * share of --max-connections in shards of SHARD_CONNECTIONS (only those in use cost anything). */
+static size_t shards_per_loop(const struct config *cfg, size_t nloops)
+{
+    if (cfg->model != CONFIG_MODEL_EPOLL)
+        return 1;
+    size_t per_loop = ((size_t)cfg->max_connections + nloops - 1) / nloops;
+    size_t k = (per_loop + SHARD_CONNECTIONS - 1) / SHARD_CONNECTIONS;
+    return k < 1 ? 1 : k > MAX_SHARDS ? MAX_SHARDS : k;
+}
+
+/* epoll model: the loop waits on its shards' epoll fds and its wake-up eventfd. */
+static int loop_epoll_init(struct mhd_loop *loop, char *err)
+{
+    loop->ep_fd = epoll_create1(EPOLL_CLOEXEC);
+    for (size_t i = 0; loop->ep_fd >= 0 && i <= loop->nshards + 1; i++) {
+        const union MHD_DaemonInfo *di =
+            i < loop->nshards
+                ? MHD_get_daemon_info(loop->shards[i].daemon, MHD_DAEMON_INFO_EPOLL_FD)
+                : NULL;
+        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = i};
+        int fd = i < loop->nshards    ? (di ? di->epoll_fd : -1)
+                 : i == loop->nshards ? loop->wake_fd
+                                      : loop->listen_fd;
+        if (epoll_ctl(loop->ep_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
+            break;
+        if (i == loop->nshards + 1)
+            return 0;
+    }
+    snprintf(err, NET_ERR_LEN, "epoll: %s", strerror(errno));
+    return -EMFILE;
 }
 
 int mhd_server_start(struct mhd_server **out, const struct config *cfg, const struct log *lg,
@@ -929,6 +1119,7 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
     srv->nloops = srv->tpc ? 1 : cfg->threads;
     if (srv->nloops > sizeof fds / sizeof fds[0])
         srv->nloops = sizeof fds / sizeof fds[0];
+    size_t nshards = shards_per_loop(cfg, srv->nloops);
     atomic_init(&srv->stopping, 0);
     pthread_mutex_init(&srv->sleep_lock, NULL);
     monotonic_cond_init(&srv->sleep_cond);
@@ -938,8 +1129,25 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
         return -ENOMEM;
     }
     srv->loops = calloc(srv->nloops, sizeof *srv->loops);
-    for (size_t i = 0; srv->loops && i < srv->nloops; i++)
-        srv->loops[i].listen_fd = srv->loops[i].wake_fd = -1;
+    for (size_t i = 0; srv->loops && i < srv->nloops; i++) {
+        struct mhd_loop *loop = &srv->loops[i];
+        loop->listen_fd = loop->wake_fd = loop->ep_fd = -1;
+        loop->shards = calloc(nshards, sizeof *loop->shards);
+        if (!loop->shards) {
+            mhd_server_free(srv);
+            snprintf(err, NET_ERR_LEN, "out of memory");
+            return -ENOMEM;
+        }
+        loop->nshards = nshards;
+        /* The epoll model's shards come into use as connections arrive. */
+        loop->used = cfg->model == CONFIG_MODEL_EPOLL ? 0 : nshards;
+        for (size_t k = 0; k < nshards; k++) {
+            loop->shards[k].loop = loop;
+            loop->shards[k].next_us = UINT64_MAX;
+            atomic_init(&loop->shards[k].due, 0);
+            atomic_init(&loop->shards[k].conns, 0);
+        }
+    }
     if (!srv->loops) {
         mhd_server_free(srv);
         snprintf(err, NET_ERR_LEN, "out of memory");
@@ -994,7 +1202,10 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
             snprintf(err, NET_ERR_LEN, "out of memory");
             break;
         }
-        rc = start_daemon(loop, per_loop, err);
+        for (size_t k = 0; rc == 0 && k < nshards; k++)
+            rc = start_daemon(&loop->shards[k], per_loop, err);
+        if (rc == 0 && cfg->model == CONFIG_MODEL_EPOLL)
+            rc = loop_epoll_init(loop, err);
         if (rc != 0)
             break;
         if (srv->tpc && cfg->header_timeout_us) {
@@ -1046,9 +1257,9 @@ static void tpc_drain(struct mhd_server *srv)
 {
     struct mhd_loop *loop = &srv->loops[0];
     uint64_t until = timer_now_us() + srv->cfg->grace_us;
-    if (!loop->daemon)
+    if (!loop->shards[0].daemon)
         return;
-    MHD_socket fd = MHD_quiesce_daemon(loop->daemon);
+    MHD_socket fd = MHD_quiesce_daemon(loop->shards[0].daemon);
     if (fd != MHD_INVALID_SOCKET)
         close(fd);
     while (active_total(srv) > 0 && timer_now_us() < until) {
@@ -1078,9 +1289,11 @@ void mhd_server_stop(struct mhd_server *srv)
         if (loop->watch_started)
             pthread_join(loop->watch_thread, NULL);
         loop->watch_started = 0;
-        if (loop->daemon)
-            MHD_stop_daemon(loop->daemon);
-        loop->daemon = NULL;
+        for (size_t k = 0; k < loop->nshards; k++) {
+            if (loop->shards[k].daemon)
+                MHD_stop_daemon(loop->shards[k].daemon);
+            loop->shards[k].daemon = NULL;
+        }
     }
 }
 
@@ -1090,8 +1303,11 @@ void mhd_server_free(struct mhd_server *srv)
         return;
     for (size_t i = 0; srv->loops && i < srv->nloops; i++) {
         struct mhd_loop *loop = &srv->loops[i];
-        if (loop->listen_fd >= 0 && !loop->daemon)
+        if (loop->listen_fd >= 0)
             close(loop->listen_fd);
+        free(loop->shards);
+        if (loop->ep_fd >= 0)
+            close(loop->ep_fd);
         free_cache(loop->cache, srv->svc.routes.count);
         timer_heap_cleanup(&loop->timers);
         if (loop->srv) {
