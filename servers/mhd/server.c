@@ -39,9 +39,8 @@
  * daemon, as before, and 10 000 make 79. */
 #define SHARD_CONNECTIONS 128
 #define MAX_SHARDS 160
-/* Connections accepted per loop turn, and the pause when the process is out of descriptors. */
+/* Connections accepted per loop turn. */
 #define ACCEPT_BATCH 64
-#define ACCEPT_PAUSE_US (100 * 1000)
 
 struct mhd_loop;
 
@@ -150,11 +149,15 @@ static void loop_unlock(struct mhd_loop *loop)
         pthread_mutex_unlock(&loop->lock);
 }
 
-/* Every resume goes through here, so that the loop knows which daemon to run. Any thread. */
-static void resume(struct request *rq)
+/* Every resume goes through here, so that the loop knows which daemon to run. Any thread; once
+ * resumed, the request may be answered and freed by the thread running MHD (poll model, or a
+ * resume from another thread), so nothing of it is read after. Returns its loop. */
+static struct mhd_loop *resume(struct request *rq)
 {
+    struct mhd_shard *shard = rq->shard;
     MHD_resume_connection(rq->conn);
-    atomic_store_explicit(&rq->shard->due, 1, memory_order_release);
+    atomic_store_explicit(&shard->due, 1, memory_order_release);
+    return shard->loop;
 }
 
 static void add_plan_headers(struct MHD_Response *resp, const struct plan *p)
@@ -397,8 +400,7 @@ static void on_admit(struct pool_entry *e)
         return;
     }
     rq->x.state = e->flushed ? EXCHANGE_CANCELLED : EXCHANGE_ADMITTED;
-    resume(rq);
-    wake_loop(rq->loop);
+    wake_loop(resume(rq));
 }
 
 /* --workers: a request takes a worker before its delay. Event-loop models park it suspended;
@@ -809,7 +811,7 @@ static struct mhd_shard *place(struct mhd_loop *loop)
 
 /* Accepts what is pending on the loop's socket and gives each connection to a shard (which
  * applies --max-connections through the accept policy). Out of descriptors, the socket is left
- * out of the loop's wait for ACCEPT_PAUSE_US rather than reported ready on every turn. */
+ * out of the loop's wait for a while (net_accept_starved). */
 static void accept_some(struct mhd_loop *loop, uint64_t now)
 {
     for (int n = 0; n < ACCEPT_BATCH; n++) {
@@ -818,17 +820,14 @@ static void accept_some(struct mhd_loop *loop, uint64_t now)
         int fd =
             accept4(loop->listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                if (now >= loop->accept_warned + 10 * 1000000) {
-                    LOG(loop->srv->log, LOG_LEVEL_WARN,
-                        "accept: %s; new connections wait (raise ulimit -n or LimitNOFILE)",
-                        strerror(errno));
-                    loop->accept_warned = now;
-                }
+            char msg[160];
+            if (net_accept_starved(errno, now, &loop->accept_warned, msg, sizeof msg)) {
+                if (msg[0])
+                    LOG(loop->srv->log, LOG_LEVEL_WARN, "%s", msg);
                 epoll_ctl(loop->ep_fd, EPOLL_CTL_DEL, loop->listen_fd, NULL);
-                loop->accept_paused_until = now + ACCEPT_PAUSE_US;
+                loop->accept_paused_until = now + NET_ACCEPT_PAUSE_US;
             }
-            return; /* EAGAIN, or a connection that went before it was accepted */
+            return;
         }
         struct mhd_shard *s = place(loop);
         /* On refusal libmicrohttpd has closed the socket already. */
