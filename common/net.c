@@ -128,6 +128,22 @@ void net_format_url(char *buf, size_t len, const char *scheme, const char *host,
         snprintf(buf, len, "%s://%s:%u", scheme, host, port);
 }
 
+int net_accept_starved(int err, uint64_t now_us, uint64_t *last_us, char *msg, size_t len)
+{
+    if (len)
+        msg[0] = '\0';
+    if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM)
+        return 0;
+    if (*last_us == 0 || now_us - *last_us >= 10 * 1000000) {
+        snprintf(msg, len,
+                 "accept: %s; new connections wait in the backlog (raise ulimit -n, or "
+                 "LimitNOFILE= under systemd)",
+                 strerror(err));
+        *last_us = now_us ? now_us : 1;
+    }
+    return 1;
+}
+
 int net_peer_gone(int fd)
 {
     char c;

@@ -9,6 +9,7 @@
 #define SLOWSRV_NET_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 #define NET_ERR_LEN 256
@@ -31,6 +32,16 @@ int net_adopt(char *err, int fd, size_t n, int *fds, unsigned *bound_port);
  * net_listen(host, port). */
 int net_open(char *err, const char *host, unsigned port, size_t n, int backlog, int inherited,
              int *fds, unsigned *bound_port);
+
+/* How long a loop leaves its listening socket out of its wait after net_accept_starved. */
+#define NET_ACCEPT_PAUSE_US (100 * 1000)
+
+/* accept() failed with `err`. For want of descriptors or memory (EMFILE, ENFILE, ENOBUFS,
+ * ENOMEM) the pending connections stay ready, so a loop would wake for them on every turn:
+ * returns 1, and the loop pauses its listener for NET_ACCEPT_PAUSE_US; `msg` then holds a
+ * one-line warning to log, or "" if one was given less than 10 s ago (per *last_us, with the
+ * current time now_us). Returns 0 for the rest (EAGAIN, a client gone before its accept). */
+int net_accept_starved(int err, uint64_t now_us, uint64_t *last_us, char *msg, size_t len);
 
 /* Closes the n descriptors in fds that are >= 0 and sets them to -1. */
 void net_close_all(int *fds, size_t n);

@@ -50,6 +50,10 @@ struct h2o_loop {
     h2o_accept_ctx_t accept_ctx;
     int listen_fd;
     h2o_socket_t *listener;
+    /* Out of descriptors: the listener rests (net_accept_starved). */
+    h2o_timeout_t accept_pause;
+    h2o_timeout_entry_t accept_resume;
+    uint64_t accept_warned;
     int timer_fd;
     h2o_socket_t *timer_sock;
     uint64_t armed_us; /* deadline the timerfd is armed for, 0 if disarmed */
@@ -494,10 +498,20 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     }
 }
 
+static void on_accept(h2o_socket_t *listener, const char *err);
+
+static void on_accept_resume(h2o_timeout_entry_t *entry)
+{
+    struct h2o_loop *loop = H2O_STRUCT_FROM_MEMBER(struct h2o_loop, accept_resume, entry);
+    if (loop->listener)
+        h2o_socket_read_start(loop->listener, on_accept);
+}
+
 static void on_accept(h2o_socket_t *listener, const char *err)
 {
     struct h2o_loop *loop = listener->data;
-    h2o_socket_t *sock;
+    h2o_socket_t *sock = NULL;
+    char msg[160];
     if (err)
         return;
     /* Take what the backlog holds, a bounded batch per wake-up so one loop cannot starve. */
@@ -519,6 +533,12 @@ static void on_accept(h2o_socket_t *listener, const char *err)
         sock->on_close.data = c;
         h2o_accept(&loop->accept_ctx, sock);
     }
+    if (!sock && net_accept_starved(errno, timer_now_us(), &loop->accept_warned, msg, sizeof msg)) {
+        if (msg[0])
+            LOG(loop->srv->log, LOG_LEVEL_WARN, "%s", msg);
+        h2o_socket_read_stop(listener);
+        h2o_timeout_link(loop->evloop, &loop->accept_pause, &loop->accept_resume);
+    }
 }
 
 static void begin_drain(struct h2o_loop *loop)
@@ -528,6 +548,8 @@ static void begin_drain(struct h2o_loop *loop)
     loop->draining = 1;
     loop->drain_until = timer_now_us() + loop->srv->cfg->grace_us;
     if (loop->listener) {
+        if (h2o_timeout_is_linked(&loop->accept_resume))
+            h2o_timeout_unlink(&loop->accept_resume);
         h2o_socket_read_stop(loop->listener);
         h2o_socket_close(loop->listener);
         loop->listener = NULL;
@@ -594,6 +616,7 @@ static void teardown(struct h2o_loop *loop)
     if (h2o_timeout_is_linked(&loop->ctx.http2._graceful_shutdown_timeout))
         h2o_timeout_unlink(&loop->ctx.http2._graceful_shutdown_timeout);
     h2o_context_dispose(&loop->ctx);
+    h2o_timeout_dispose(loop->evloop, &loop->accept_pause);
     h2o_evloop_destroy(loop->evloop);
     loop->evloop = NULL;
     /* Empty this thread's socket-buffer cache through the public allocator calls. */
@@ -617,6 +640,8 @@ static void *loop_main(void *arg)
         h2o_evloop_socket_create(loop->evloop, loop->listen_fd, H2O_SOCKET_FLAG_DONT_READ);
     loop->listener->data = loop;
     loop->listen_fd = -1; /* the listener socket owns it now */
+    h2o_timeout_init(loop->evloop, &loop->accept_pause, NET_ACCEPT_PAUSE_US / 1000);
+    loop->accept_resume.cb = on_accept_resume;
     h2o_socket_read_start(loop->listener, on_accept);
     loop->timer_sock =
         h2o_evloop_socket_create(loop->evloop, loop->timer_fd, H2O_SOCKET_FLAG_DONT_READ);

@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -1937,6 +1938,91 @@ static void hostile_beyond_max_connections(void)
     stop_expect_clean(&s);
 }
 
+/* CPU seconds (user + system) a process has used so far. */
+static double proc_cpu_seconds(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    unsigned long ut = 0, st = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* Out of descriptors (ulimit -n 64), new connections wait in the listen backlog: the server
+ * does not spin on them, says in its log what to raise, and answers each once descriptors are
+ * free again. */
+static void hostile_out_of_descriptors(void)
+{
+    enum { N = 100 };
+    struct server s;
+    struct rlimit old, low;
+    int fds[N];
+    char buf[512], log[8192];
+    static const char *const args[] = {"--delay", "0", "--max-connections", "1000", NULL};
+    getrlimit(RLIMIT_NOFILE, &old);
+    low = old;
+    low.rlim_cur = 64;
+    setrlimit(RLIMIT_NOFILE, &low); /* inherited by the server */
+    int rc = server_start(&s, bin, args, NULL);
+    setrlimit(RLIMIT_NOFILE, &old);
+    if (rc != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    for (int i = 0; i < N; i++) {
+        fds[i] = raw_connect(s.port);
+        if (fds[i] >= 0)
+            send_all(fds[i], "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n", 31);
+    }
+    usleep(300 * 1000);
+    double cpu0 = proc_cpu_seconds(s.pid), t0 = now_seconds();
+    usleep(1000 * 1000);
+    double cpu = proc_cpu_seconds(s.pid) - cpu0, wall = now_seconds() - t0;
+    if (cpu > 0.25 * wall)
+        CHECK_FAIL_("the server used %.2f s of CPU in %.2f s with connections it cannot accept",
+                    cpu, wall);
+    else
+        check_passed++;
+    /* Each answered connection closed frees a descriptor for a waiting one (which loop takes it
+     * is the kernel's choice, so answers are read as they come). */
+    int answered = 0, open_left = 0;
+    struct pollfd pfd[N];
+    for (int i = 0; i < N; i++) {
+        pfd[i] = (struct pollfd){fds[i], POLLIN, 0};
+        open_left += fds[i] >= 0;
+    }
+    double until = now_seconds() + 10;
+    while (open_left > 0 && now_seconds() < until && poll(pfd, N, 500) >= 0) {
+        for (int i = 0; i < N; i++) {
+            if (pfd[i].fd < 0 || !pfd[i].revents)
+                continue;
+            ssize_t n = recv(pfd[i].fd, buf, sizeof buf - 1, 0);
+            buf[n > 0 ? n : 0] = '\0';
+            answered += n > 0 && strncmp(buf, "HTTP/1.1 200", 12) == 0 && strstr(buf, "\r\n\r\nOK");
+            close(pfd[i].fd);
+            pfd[i].fd = -1;
+            open_left--;
+        }
+    }
+    for (int i = 0; i < N; i++)
+        if (pfd[i].fd >= 0)
+            close(pfd[i].fd);
+    CHECK_INT(answered, N);
+    honest(s.port, "/echo", "OK", 0, 0.5);
+    CHECK_INT(server_stop(&s, 15000, log, sizeof log), 0);
+    if (!strstr(log, "Too many open files") || !strstr(log, "ulimit -n"))
+        CHECK_FAIL_("no line on running out of descriptors in the log:\n%s", log);
+    else
+        check_passed++;
+}
+
 static int read_lines(const char *path, cJSON **lines, int max)
 {
     char buf[2048];
@@ -2218,6 +2304,7 @@ static const struct {
     {"hostile_open_close_1000", hostile_open_close_1000},
     {"hostile_never_reads_answer", hostile_never_reads_answer},
     {"hostile_beyond_max_connections", hostile_beyond_max_connections},
+    {"hostile_out_of_descriptors", hostile_out_of_descriptors},
     {"access_log_lines_and_reopen", access_log_lines_and_reopen},
     {"soak", soak},
 };

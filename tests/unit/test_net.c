@@ -99,6 +99,33 @@ static void net_peer_gone_sees_a_closed_peer_only(void)
     close(lfd);
 }
 
+static void net_accept_starved_pauses_and_warns_every_10s(void)
+{
+    static const struct {
+        int err;
+        int starved;
+    } cases[] = {{EMFILE, 1}, {ENFILE, 1},       {ENOBUFS, 1}, {ENOMEM, 1},
+                 {EAGAIN, 0}, {ECONNABORTED, 0}, {EINTR, 0},   {EPROTO, 0}};
+    char msg[256];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t last = 0;
+        CHECK_INT(net_accept_starved(cases[i].err, 5000000, &last, msg, sizeof msg),
+                  cases[i].starved);
+        CHECK_INT(msg[0] != '\0', cases[i].starved);
+        CHECK(last == (cases[i].starved ? 5000000u : 0u));
+    }
+    uint64_t last = 0;
+    net_accept_starved(EMFILE, 1000000, &last, msg, sizeof msg);
+    CHECK_STR(msg, "accept: Too many open files; new connections wait in the backlog (raise "
+                   "ulimit -n, or LimitNOFILE= under systemd)");
+    /* Starved again within 10 s: still a pause, no second line. */
+    CHECK_INT(net_accept_starved(EMFILE, 10999999, &last, msg, sizeof msg), 1);
+    CHECK_STR(msg, "");
+    CHECK_INT(net_accept_starved(ENFILE, 11000000, &last, msg, sizeof msg), 1);
+    CHECK(strstr(msg, "Too many open files in system") != NULL);
+    CHECK(last == 11000000u);
+}
+
 int main(void)
 {
     net_listen_port_zero_gives_all_sockets_one_port();
@@ -106,5 +133,6 @@ int main(void)
     net_listen_refuses_an_unknown_host();
     net_format_url_brackets_ipv6();
     net_peer_gone_sees_a_closed_peer_only();
+    net_accept_starved_pauses_and_warns_every_10s();
     return CHECK_DONE();
 }
