@@ -80,7 +80,7 @@ struct mhd_loop {
     size_t index;
     struct mhd_shard *shards; /* one unless the epoll model */
     size_t nshards;
-    size_t used;   /* shards that ever had a connection */
+    size_t used;   /* shards whose daemon runs: shards[0..used) */
     int listen_fd; /* given to the daemon, except in the epoll model where the loop accepts */
     int ep_fd;     /* epoll model: the shards' epoll fds, wake_fd and listen_fd */
     uint64_t accept_paused_until; /* epoll model: out of descriptors, listen_fd left out */
@@ -787,25 +787,29 @@ static void drain_wake(struct mhd_loop *loop)
         LOG(loop->srv->log, LOG_LEVEL_DEBUG, "wake read: %s", strerror(errno));
 }
 
-/* The shard for a new connection: the first with room, else the least loaded. */
+static int shard_open(struct mhd_loop *loop, char *err);
+
+/* The shard for a new connection: the first with room, else a new one while there may be more,
+ * else the least loaded. */
 static struct mhd_shard *place(struct mhd_loop *loop)
 {
     struct mhd_shard *best = &loop->shards[0];
     size_t least = SIZE_MAX;
-    for (size_t i = 0; i < loop->nshards; i++) {
+    char err[NET_ERR_LEN];
+    for (size_t i = 0; i < loop->used; i++) {
         size_t c = atomic_load_explicit(&loop->shards[i].conns, memory_order_relaxed);
-        if (c < SHARD_CONNECTIONS) {
-            best = &loop->shards[i];
-            break;
-        }
+        if (c < SHARD_CONNECTIONS)
+            return &loop->shards[i];
         if (c < least) {
             least = c;
             best = &loop->shards[i];
         }
     }
-    size_t i = (size_t)(best - loop->shards);
-    if (i >= loop->used)
-        loop->used = i + 1;
+    if (loop->used < loop->nshards) {
+        if (shard_open(loop, err) == 0)
+            return &loop->shards[loop->used - 1];
+        LOG(loop->srv->log, LOG_LEVEL_DEBUG, "no daemon added to loop %zu: %s", loop->index, err);
+    }
     return best;
 }
 
@@ -940,8 +944,12 @@ static void *loop_main(void *arg)
         if (atomic_load_explicit(&srv->stopping, memory_order_acquire)) {
             if (!quiesced) {
                 if (srv->cfg->model == CONFIG_MODEL_EPOLL) {
-                    if (loop->listen_fd >= 0)
-                        close(loop->listen_fd); /* leaves the loop's epoll set with it */
+                    /* Out of the set first: under socket activation the other loops hold dups
+                     * of the socket, which would keep it registered here after a close. */
+                    if (loop->listen_fd >= 0) {
+                        epoll_ctl(loop->ep_fd, EPOLL_CTL_DEL, loop->listen_fd, NULL);
+                        close(loop->listen_fd);
+                    }
                     loop->listen_fd = -1;
                 } else {
                     MHD_socket fd = MHD_quiesce_daemon(loop->shards[0].daemon);
@@ -1067,8 +1075,8 @@ static void monotonic_cond_init(pthread_cond_t *cond)
     pthread_condattr_destroy(&ca);
 }
 
-/* Daemons per loop: one, except in the epoll model, where there are enough for the loop's
- * share of --max-connections in shards of SHARD_CONNECTIONS (only those in use cost anything). */
+/* Daemons per loop: one, except in the epoll model, where there may be enough for the loop's
+ * share of --max-connections in shards of SHARD_CONNECTIONS, started as they fill up. */
 static size_t shards_per_loop(const struct config *cfg, size_t nloops)
 {
     if (cfg->model != CONFIG_MODEL_EPOLL)
@@ -1078,26 +1086,44 @@ static size_t shards_per_loop(const struct config *cfg, size_t nloops)
     return k < 1 ? 1 : k > MAX_SHARDS ? MAX_SHARDS : k;
 }
 
-/* epoll model: the loop waits on its shards' epoll fds and its wake-up eventfd. */
+/* epoll model: adds fd to the loop's wait, reported as key k. */
+static int loop_watch(struct mhd_loop *loop, int fd, uint64_t k)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = k};
+    return epoll_ctl(loop->ep_fd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/* epoll model: starts the loop's next daemon, when the ones in use are full (the first at
+ * start-up, so that a bad TLS certificate is reported there), and adds its epoll fd to the
+ * loop's wait. */
+static int shard_open(struct mhd_loop *loop, char *err)
+{
+    struct mhd_shard *s = &loop->shards[loop->used];
+    int rc = start_daemon(s, loop->srv->cfg->max_connections, err);
+    if (rc != 0)
+        return rc;
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+    if (!di || loop_watch(loop, di->epoll_fd, loop->used) != 0) {
+        snprintf(err, NET_ERR_LEN, "epoll: %s", strerror(errno));
+        MHD_stop_daemon(s->daemon);
+        s->daemon = NULL;
+        return -EMFILE;
+    }
+    loop->used++;
+    return 0;
+}
+
+/* epoll model: the loop waits on its daemons' epoll fds, its wake-up eventfd and its listening
+ * socket. */
 static int loop_epoll_init(struct mhd_loop *loop, char *err)
 {
     loop->ep_fd = epoll_create1(EPOLL_CLOEXEC);
-    for (size_t i = 0; loop->ep_fd >= 0 && i <= loop->nshards + 1; i++) {
-        const union MHD_DaemonInfo *di =
-            i < loop->nshards
-                ? MHD_get_daemon_info(loop->shards[i].daemon, MHD_DAEMON_INFO_EPOLL_FD)
-                : NULL;
-        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = i};
-        int fd = i < loop->nshards    ? (di ? di->epoll_fd : -1)
-                 : i == loop->nshards ? loop->wake_fd
-                                      : loop->listen_fd;
-        if (epoll_ctl(loop->ep_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
-            break;
-        if (i == loop->nshards + 1)
-            return 0;
+    if (loop->ep_fd < 0 || loop_watch(loop, loop->wake_fd, loop->nshards) != 0 ||
+        loop_watch(loop, loop->listen_fd, loop->nshards + 1) != 0) {
+        snprintf(err, NET_ERR_LEN, "epoll: %s", strerror(errno));
+        return -EMFILE;
     }
-    snprintf(err, NET_ERR_LEN, "epoll: %s", strerror(errno));
-    return -EMFILE;
+    return shard_open(loop, err);
 }
 
 int mhd_server_start(struct mhd_server **out, const struct config *cfg, const struct log *lg,
@@ -1138,8 +1164,7 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
             return -ENOMEM;
         }
         loop->nshards = nshards;
-        /* The epoll model's shards come into use as connections arrive. */
-        loop->used = cfg->model == CONFIG_MODEL_EPOLL ? 0 : nshards;
+        loop->used = 0; /* daemons started */
         for (size_t k = 0; k < nshards; k++) {
             loop->shards[k].loop = loop;
             loop->shards[k].next_us = UINT64_MAX;
@@ -1201,10 +1226,12 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
             snprintf(err, NET_ERR_LEN, "out of memory");
             break;
         }
-        for (size_t k = 0; rc == 0 && k < nshards; k++)
-            rc = start_daemon(&loop->shards[k], per_loop, err);
-        if (rc == 0 && cfg->model == CONFIG_MODEL_EPOLL)
+        if (cfg->model == CONFIG_MODEL_EPOLL) {
             rc = loop_epoll_init(loop, err);
+        } else {
+            rc = start_daemon(&loop->shards[0], per_loop, err);
+            loop->used = rc == 0;
+        }
         if (rc != 0)
             break;
         if (srv->tpc && cfg->header_timeout_us) {

@@ -2,7 +2,7 @@
 # The soak of issue #7, for a long run: a mixed load on each binary (short delays, /echo,
 # uploads of varied sizes, clients that leave mid-delay and mid-upload) for SOAK_SECONDS
 # (default 600), then the checks of the suite's mhd.soak / h2o.soak cases: no error for the
-# honest clients, requests = answered + cancels, nothing in flight, descriptors back to the
+# honest clients, requests = answered + cancels, nothing in flight, sockets back to the
 # baseline, RSS within 10 % of its post-warm-up value. The suite itself (ctest, and so CI on the
 # sanitizer build) runs the same case for 20 s.
 # Usage: tests/soak/run.sh [BUILD_DIR]        (default build-test, made by ./dev test)
