@@ -1944,6 +1944,65 @@ static void hostile_beyond_max_connections(void)
     stop_expect_clean(&s);
 }
 
+/* The descriptors of a process that are epoll sets. */
+static int count_epolls(pid_t pid)
+{
+    char dir[64], path[512], target[64];
+    int n = 0;
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        ssize_t len = readlink(path, target, sizeof target - 1);
+        target[len > 0 ? len : 0] = '\0';
+        n += strcmp(target, "anon_inode:[eventpoll]") == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+/* 1000 delayed requests on 1000 connections to one loop: slowsrv spreads them over
+ * libmicrohttpd daemons of 128 (each with its epoll set), and every daemon's requests are
+ * resumed and answered on time. */
+static void delays_across_daemons(void)
+{
+    enum { N = 1000 };
+    struct server s;
+    static long status[N];
+    static double secs[N];
+    static int ok[N];
+    START(&s, "--delay", "300ms", "--threads", "1");
+    int epolls_idle = count_epolls(s.pid);
+    http_concurrent(s.port, "/test", N, status, secs, ok, "ok");
+    unsigned good = 0, in_bounds = 0;
+    double lo = 1e9, hi = 0;
+    for (size_t i = 0; i < N; i++) {
+        good += status[i] == 200 && ok[i];
+        in_bounds += secs[i] >= 0.25 && secs[i] <= 1.5;
+        lo = secs[i] < lo ? secs[i] : lo;
+        hi = secs[i] > hi ? secs[i] : hi;
+    }
+    CHECK_INT(good, N);
+    CHECK_INT(in_bounds, N);
+    if (in_bounds != N)
+        fprintf(stderr, "fastest %.3f s, slowest %.3f s\n", lo, hi);
+    if (!is_h2o) {
+        /* One daemon per 128 connections (8 for 1000), each an epoll set, beside the loop's. */
+        int added = count_epolls(s.pid) - epolls_idle;
+        if (added < (N + 127) / 128 - 1)
+            CHECK_FAIL_("%d daemons added for %d connections, want %d", added, N,
+                        (N + 127) / 128 - 1);
+        else
+            check_passed++;
+    }
+    cJSON *j = settled_stats(h1(&s));
+    CHECK(json_number(j, "in_flight") == 0);
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
 /* CPU seconds (user + system) a process has used so far. */
 static double proc_cpu_seconds(pid_t pid)
 {
@@ -2311,6 +2370,7 @@ static const struct {
     {"hostile_never_reads_answer", hostile_never_reads_answer},
     {"hostile_beyond_max_connections", hostile_beyond_max_connections},
     {"hostile_out_of_descriptors", hostile_out_of_descriptors},
+    {"delays_across_daemons", delays_across_daemons},
     {"access_log_lines_and_reopen", access_log_lines_and_reopen},
     {"soak", soak},
 };
