@@ -1542,10 +1542,9 @@ static void honest(unsigned port, const char *path, const char *want, double lo,
         check_passed++;
 }
 
-/* The sockets a process holds (its connections and listeners). Other descriptors are left out:
- * slowsrv's epoll loops open a libmicrohttpd daemon (an epoll descriptor) for each further 128
- * connections as they arrive and keep it. */
-static int count_sockets(pid_t pid)
+/* The descriptors of a process whose link starts with `kind` ("socket:" for its connections
+ * and listeners, "anon_inode:[eventpoll]" for its epoll sets). */
+static int count_fds_of(pid_t pid, const char *kind)
 {
     char dir[64], path[512], target[64];
     int n = 0;
@@ -1556,10 +1555,18 @@ static int count_sockets(pid_t pid)
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         ssize_t len = readlink(path, target, sizeof target - 1);
-        n += len > 7 && strncmp(target, "socket:", 7) == 0;
+        target[len > 0 ? len : 0] = '\0';
+        n += strncmp(target, kind, strlen(kind)) == 0;
     }
     closedir(d);
     return n;
+}
+
+/* Sockets only: slowsrv's epoll loops open a libmicrohttpd daemon (an epoll descriptor) for
+ * each further 128 connections as they arrive and keep it. */
+static int count_sockets(pid_t pid)
+{
+    return count_fds_of(pid, "socket:");
 }
 
 struct trickle {
@@ -1944,25 +1951,6 @@ static void hostile_beyond_max_connections(void)
     stop_expect_clean(&s);
 }
 
-/* The descriptors of a process that are epoll sets. */
-static int count_epolls(pid_t pid)
-{
-    char dir[64], path[512], target[64];
-    int n = 0;
-    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
-    DIR *d = opendir(dir);
-    if (!d)
-        return -1;
-    for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        ssize_t len = readlink(path, target, sizeof target - 1);
-        target[len > 0 ? len : 0] = '\0';
-        n += strcmp(target, "anon_inode:[eventpoll]") == 0;
-    }
-    closedir(d);
-    return n;
-}
-
 /* 1000 delayed requests on 1000 connections to one loop: slowsrv spreads them over
  * libmicrohttpd daemons of 128 (each with its epoll set), and every daemon's requests are
  * resumed and answered on time. */
@@ -1974,7 +1962,7 @@ static void delays_across_daemons(void)
     static double secs[N];
     static int ok[N];
     START(&s, "--delay", "300ms", "--threads", "1");
-    int epolls_idle = count_epolls(s.pid);
+    int epolls_idle = count_fds_of(s.pid, "anon_inode:[eventpoll]");
     http_concurrent(s.port, "/test", N, status, secs, ok, "ok");
     unsigned good = 0, in_bounds = 0;
     double lo = 1e9, hi = 0;
@@ -1990,7 +1978,7 @@ static void delays_across_daemons(void)
         fprintf(stderr, "fastest %.3f s, slowest %.3f s\n", lo, hi);
     if (!is_h2o) {
         /* One daemon per 128 connections (8 for 1000), each an epoll set, beside the loop's. */
-        int added = count_epolls(s.pid) - epolls_idle;
+        int added = count_fds_of(s.pid, "anon_inode:[eventpoll]") - epolls_idle;
         if (added < (N + 127) / 128 - 1)
             CHECK_FAIL_("%d daemons added for %d connections, want %d", added, N,
                         (N + 127) / 128 - 1);
