@@ -15,6 +15,7 @@ void timer_node_init(struct timer_node *node)
 {
     node->due_us = 0;
     node->index = TIMER_NOT_QUEUED;
+    node->prev = node->next = NULL;
 }
 
 int timer_heap_init(struct timer_heap *heap, size_t max)
@@ -24,8 +25,9 @@ int timer_heap_init(struct timer_heap *heap, size_t max)
     heap->nodes = calloc(max ? max : 1, sizeof *heap->nodes);
     if (!heap->nodes)
         return -ENOMEM;
-    heap->count = 0;
+    heap->count = heap->listed = 0;
     heap->max = max ? max : 1;
+    heap->head = heap->tail = NULL;
     return 0;
 }
 
@@ -33,7 +35,8 @@ void timer_heap_cleanup(struct timer_heap *heap)
 {
     free(heap->nodes);
     heap->nodes = NULL;
-    heap->count = heap->max = 0;
+    heap->count = heap->max = heap->listed = 0;
+    heap->head = heap->tail = NULL;
 }
 
 static void place(struct timer_heap *heap, size_t i, struct timer_node *node)
@@ -74,8 +77,20 @@ static void sift_down(struct timer_heap *heap, size_t i)
 
 int timer_heap_push(struct timer_heap *heap, struct timer_node *node)
 {
-    if (heap->count == heap->max)
+    if (heap->count + heap->listed == heap->max)
         return -ENOSPC;
+    if (!heap->tail || node->due_us >= heap->tail->due_us) {
+        node->prev = heap->tail;
+        node->next = NULL;
+        if (heap->tail)
+            heap->tail->next = node;
+        else
+            heap->head = node;
+        heap->tail = node;
+        node->index = TIMER_LISTED;
+        heap->listed++;
+        return 0;
+    }
     place(heap, heap->count++, node);
     sift_up(heap, heap->count - 1);
     return 0;
@@ -84,6 +99,20 @@ int timer_heap_push(struct timer_heap *heap, struct timer_node *node)
 void timer_heap_cancel(struct timer_heap *heap, struct timer_node *node)
 {
     size_t i = node->index;
+    if (i == TIMER_LISTED) {
+        if (node->prev)
+            node->prev->next = node->next;
+        else
+            heap->head = node->next;
+        if (node->next)
+            node->next->prev = node->prev;
+        else
+            heap->tail = node->prev;
+        node->prev = node->next = NULL;
+        node->index = TIMER_NOT_QUEUED;
+        heap->listed--;
+        return;
+    }
     if (i == TIMER_NOT_QUEUED || i >= heap->count || heap->nodes[i] != node)
         return;
     node->index = TIMER_NOT_QUEUED;
@@ -100,7 +129,10 @@ void timer_heap_cancel(struct timer_heap *heap, struct timer_node *node)
 
 struct timer_node *timer_heap_peek(const struct timer_heap *heap)
 {
-    return heap->count ? heap->nodes[0] : NULL;
+    struct timer_node *top = heap->count ? heap->nodes[0] : NULL;
+    if (!top || (heap->head && heap->head->due_us <= top->due_us))
+        return heap->head;
+    return top;
 }
 
 struct timer_node *timer_heap_pop_due(struct timer_heap *heap, uint64_t now_us)

@@ -1,5 +1,9 @@
 /*
- * timer: a binary min-heap of deadlines with O(log n) insert, cancel and pop.
+ * timer: a binary min-heap of deadlines with O(log n) insert, cancel and pop, beside a list
+ * for deadlines that come in order: a deadline no earlier than the last one listed is appended
+ * there, O(1) each way. With one fixed delay (the common case) every deadline takes the list and
+ * the heap stays empty; at 10 000 waiting requests the heap's pops, each a walk over nodes spread
+ * through memory, were 2.5 % of slowsrv's CPU.
  *
  * A pure data structure: it never sleeps, reads no clock on its own and owns no thread. An engine
  * keeps one heap per event loop and drives it: it asks for the earliest deadline to size its
@@ -14,16 +18,20 @@
 #include <stdint.h>
 
 struct timer_node {
-    uint64_t due_us; /* deadline on the timer_now_us() clock */
-    size_t index;    /* position in the heap, TIMER_NOT_QUEUED when not in one */
+    uint64_t due_us;                /* deadline on the timer_now_us() clock */
+    size_t index;                   /* position in the heap, TIMER_LISTED, or TIMER_NOT_QUEUED */
+    struct timer_node *prev, *next; /* while listed */
 };
 
 #define TIMER_NOT_QUEUED ((size_t)-1)
+#define TIMER_LISTED ((size_t)-2)
 
 struct timer_heap {
-    struct timer_node **nodes; /* owned; capacity `max` fixed at init */
-    size_t count;
-    size_t max;
+    struct timer_node **nodes;      /* owned; capacity `max` fixed at init */
+    size_t count;                   /* nodes in the heap */
+    size_t max;                     /* nodes in the heap and the list together */
+    struct timer_node *head, *tail; /* the list, in deadline order */
+    size_t listed;
 };
 
 /* Returns the CLOCK_MONOTONIC time in microseconds. Thread-safe. */
@@ -42,7 +50,8 @@ void timer_heap_cleanup(struct timer_heap *heap);
  * heap already holds `max` nodes; the node is then left unqueued. */
 int timer_heap_push(struct timer_heap *heap, struct timer_node *node);
 
-/* Removes `node` if it is queued; does nothing otherwise, so cancelling twice is harmless. */
+/* Removes `node` if it is queued (in this heap); does nothing otherwise, so cancelling twice is
+ * harmless. */
 void timer_heap_cancel(struct timer_heap *heap, struct timer_node *node);
 
 /* Returns the node with the earliest deadline without removing it, or NULL if empty. */

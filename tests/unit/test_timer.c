@@ -110,6 +110,109 @@ static void timer_now_is_monotonic(void)
     CHECK(a > 0);
 }
 
+static void timer_in_order_deadlines_take_the_list(void)
+{
+    struct timer_heap h;
+    struct timer_node n[7];
+    static const uint64_t due[7] = {10, 20, 20, 15, 30, 5, 40};
+    static const size_t want[7] = {5, 0, 3, 1, 2, 4, 6}; /* pop order (ties: list first) */
+    timer_heap_init(&h, 7);
+    for (size_t i = 0; i < 7; i++) {
+        timer_node_init(&n[i]);
+        n[i].due_us = due[i];
+        CHECK_INT(timer_heap_push(&h, &n[i]), 0);
+    }
+    /* 15 and 5 came after a later deadline: the heap; the rest were in order: the list. */
+    CHECK_INT(h.listed, 5);
+    CHECK_INT(h.count, 2);
+    for (size_t i = 0; i < 7; i++) {
+        struct timer_node *got = timer_heap_pop_due(&h, UINT64_MAX);
+        CHECK(got == &n[want[i]]);
+        CHECK(got && got->index == TIMER_NOT_QUEUED && !got->prev && !got->next);
+    }
+    CHECK(timer_heap_peek(&h) == NULL);
+    /* The list's head, middle and tail cancelled (twice), the heap's one too. */
+    for (size_t i = 0; i < 7; i++)
+        timer_heap_push(&h, &n[i]);
+    static const size_t gone[4] = {0, 1, 6, 5};
+    for (size_t i = 0; i < 4; i++) {
+        timer_heap_cancel(&h, &n[gone[i]]);
+        timer_heap_cancel(&h, &n[gone[i]]);
+    }
+    CHECK(timer_heap_pop_due(&h, 15) == &n[3]);
+    CHECK(timer_heap_pop_due(&h, 15) == NULL);
+    CHECK(timer_heap_peek(&h) == &n[2]);
+    CHECK_INT(timer_heap_wait_us(&h, 15, 1000), 5);
+    CHECK(timer_heap_pop_due(&h, 30) == &n[2]);
+    CHECK(timer_heap_pop_due(&h, 30) == &n[4]);
+    CHECK(timer_heap_peek(&h) == NULL);
+    /* Capacity counts both. */
+    timer_heap_cleanup(&h);
+    timer_heap_init(&h, 2);
+    n[0].due_us = 10;
+    n[1].due_us = 5;
+    n[2].due_us = 20;
+    CHECK_INT(timer_heap_push(&h, &n[0]), 0);
+    CHECK_INT(timer_heap_push(&h, &n[1]), 0);
+    CHECK_INT(timer_heap_push(&h, &n[2]), -ENOSPC);
+    CHECK(n[2].index == TIMER_NOT_QUEUED);
+    timer_heap_cleanup(&h);
+}
+
+/* Random pushes (runs in order and out of order), cancels and partial drains against a plain
+ * record of what is queued: every pop is the earliest queued deadline and is due. */
+static void timer_random_operations_match_a_reference(void)
+{
+    enum { N = 512 };
+    static struct timer_node n[N];
+    static int queued[N];
+    struct timer_heap h;
+    uint64_t seed = 12345, base = 0;
+    timer_heap_init(&h, N);
+    for (size_t i = 0; i < N; i++)
+        timer_node_init(&n[i]);
+    for (int step = 0; step < 20000; step++) {
+        seed = seed * 6364136223846793005u + 1442695040888963407u;
+        unsigned r = (unsigned)(seed >> 33);
+        size_t i = r % N;
+        switch ((r >> 10) % 4) {
+        case 0: /* push in order (a fixed delay) */
+        case 1: /* push anywhere */
+            if (queued[i])
+                break;
+            n[i].due_us = (r >> 10) % 4 == 0 ? base + 1000 : base + (r >> 12) % 2000;
+            CHECK_INT(timer_heap_push(&h, &n[i]), 0);
+            queued[i] = 1;
+            break;
+        case 2:
+            timer_heap_cancel(&h, &n[i]);
+            queued[i] = 0;
+            break;
+        case 3: { /* time moves on: drain what is due */
+            base += (r >> 12) % 50;
+            struct timer_node *t;
+            while ((t = timer_heap_pop_due(&h, base)) != NULL) {
+                size_t k = (size_t)(t - n);
+                CHECK(queued[k] && t->due_us <= base);
+                for (size_t j = 0; j < N; j++)
+                    if (queued[j] && n[j].due_us < t->due_us)
+                        CHECK_FAIL_("popped %llu before %llu", (unsigned long long)t->due_us,
+                                    (unsigned long long)n[j].due_us);
+                queued[k] = 0;
+            }
+            struct timer_node *top = timer_heap_peek(&h);
+            CHECK(!top || top->due_us > base);
+            break;
+        }
+        }
+    }
+    size_t left = 0;
+    for (size_t j = 0; j < N; j++)
+        left += (size_t)queued[j];
+    CHECK_INT(h.count + h.listed, left);
+    timer_heap_cleanup(&h);
+}
+
 int main(void)
 {
     timer_pops_in_deadline_order();
@@ -118,5 +221,7 @@ int main(void)
     timer_push_beyond_max_is_refused();
     timer_wait_us_is_exact_and_capped();
     timer_now_is_monotonic();
+    timer_in_order_deadlines_take_the_list();
+    timer_random_operations_match_a_reference();
     return CHECK_DONE();
 }
