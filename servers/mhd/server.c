@@ -34,9 +34,9 @@
 /* libmicrohttpd 0.9.75 walks every suspended connection of a daemon each time it resumes one
  * (resume_suspended_connections): at 10 000 waiting connections that walk was over a third of
  * slowsrv's CPU. An epoll loop therefore accepts its connections itself and hands them to
- * several daemons ("shards"), filling each up to SHARD_CONNECTIONS before the next, and runs only
- * the shards with socket events or resumed connections: up to 100 connections still make one
- * daemon, as before, and 10 000 make 79. */
+ * several daemons ("shards"), filling each up to SHARD_CONNECTIONS before starting the next, and
+ * runs only the shards with socket events or resumed connections: up to 128 connections are one
+ * daemon, as before; 10 000 on one loop are 79. */
 #define SHARD_CONNECTIONS 128
 #define MAX_SHARDS 160
 /* Connections accepted per loop turn. */
