@@ -33,6 +33,10 @@ int net_adopt(char *err, int fd, size_t n, int *fds, unsigned *bound_port);
 int net_open(char *err, const char *host, unsigned port, size_t n, int backlog, int inherited,
              int *fds, unsigned *bound_port);
 
+/* Connections a loop accepts per wake-up at most, so that a flood of them cannot starve the
+ * requests of those already open. */
+#define NET_ACCEPT_BATCH 64
+
 /* How long a loop leaves its listening socket out of its wait after net_accept_starved. */
 #define NET_ACCEPT_PAUSE_US (100 * 1000)
 

@@ -515,7 +515,8 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     if (err)
         return;
     /* Take what the backlog holds, a bounded batch per wake-up so one loop cannot starve. */
-    for (int i = 0; i < 64 && (sock = h2o_evloop_socket_accept(listener)) != NULL; i++) {
+    for (int i = 0; i < NET_ACCEPT_BATCH && (sock = h2o_evloop_socket_accept(listener)) != NULL;
+         i++) {
         /* Over --max-connections (all loops together): closed at once. */
         if (service_conn_admit(&loop->srv->svc) != 0) {
             h2o_socket_close(sock);

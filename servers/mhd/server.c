@@ -39,8 +39,6 @@
  * daemon, as before; 10 000 on one loop are 79. */
 #define SHARD_CONNECTIONS 128
 #define MAX_SHARDS 160
-/* Connections accepted per loop turn. */
-#define ACCEPT_BATCH 64
 
 struct mhd_loop;
 
@@ -56,8 +54,7 @@ struct mhd_shard {
 struct request {
     struct exchange x; /* first member: a popped timer node leads back to the request */
     struct MHD_Connection *conn;
-    struct mhd_loop *loop;
-    struct mhd_shard *shard; /* the daemon of the connection */
+    struct mhd_shard *shard; /* the daemon of the connection, and through it the loop */
     int started;             /* exchange_begin ran */
     int close_after;    /* the connection's last request (--max-requests): answer, then close */
     int answered_early; /* an upload error was written to the socket mid-body (answer_early) */
@@ -248,7 +245,7 @@ static int tpc_sleep(void *arg, uint64_t delay_us);
 static ssize_t read_paced(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct request *rq = cls;
-    struct mhd_loop *loop = rq->loop;
+    struct mhd_loop *loop = rq->shard->loop;
     struct mhd_server *srv = loop->srv;
     size_t len;
     uint64_t due, now;
@@ -301,12 +298,12 @@ static enum MHD_Result respond(struct request *rq)
             add_plan_headers(resp, &rq->x.plan);
         fresh = 1;
     } else if (rq->x.plan.action == PLAN_STATS || rq->x.plan.action == PLAN_METRICS) {
-        resp = report_response(rq->loop->srv, &rq->x.plan);
+        resp = report_response(rq->shard->loop->srv, &rq->x.plan);
         if (!resp)
             return MHD_NO;
         fresh = 1;
     } else if (rq->x.plan.cacheable && rq->x.plan.route && !rq->close_after) {
-        resp = rq->loop->cache[rq->x.plan.route_id];
+        resp = rq->shard->loop->cache[rq->x.plan.route_id];
     }
     if (!resp) {
         resp = build_response(&rq->x.plan);
@@ -354,7 +351,7 @@ static int tpc_sleep(void *arg, uint64_t delay_us)
 
 static enum MHD_Result start_delay(struct request *rq)
 {
-    struct mhd_loop *loop = rq->loop;
+    struct mhd_loop *loop = rq->shard->loop;
     struct mhd_server *srv = loop->srv;
 
     if (srv->tpc) {
@@ -391,7 +388,7 @@ static void wake_loop(struct mhd_loop *loop)
 static void on_admit(struct pool_entry *e)
 {
     struct request *rq = (struct request *)(void *)exchange_of_entry(e);
-    struct mhd_server *srv = rq->loop->srv;
+    struct mhd_server *srv = rq->shard->loop->srv;
     if (srv->tpc) {
         pthread_mutex_lock(&srv->sleep_lock);
         rq->x.state = e->flushed ? EXCHANGE_CANCELLED : EXCHANGE_ADMITTED;
@@ -408,7 +405,7 @@ static void on_admit(struct pool_entry *e)
  * would. */
 static enum MHD_Result admit_then_proceed(struct request *rq)
 {
-    struct mhd_server *srv = rq->loop->srv;
+    struct mhd_server *srv = rq->shard->loop->srv;
     if (!rq->x.pool)
         return proceed(rq);
     if (srv->tpc) {
@@ -460,7 +457,7 @@ static int answer_early(struct request *rq)
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     char head[256];
-    if (rq->loop->srv->tls_cert || !ci)
+    if (rq->shard->loop->srv->tls_cert || !ci)
         return 0;
     int n = snprintf(head, sizeof head,
                      "HTTP/1.1 %u %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
@@ -489,7 +486,7 @@ static enum MHD_Result begin_upload(struct request *rq)
         if (end != clen && *end == '\0' && v <= INT64_MAX)
             length = (int64_t)v;
     }
-    int rc = exchange_upload_begin(&rq->x, ctype, length, rq->loop->srv->cfg->max_body);
+    int rc = exchange_upload_begin(&rq->x, ctype, length, rq->shard->loop->srv->cfg->max_body);
     if (rc < 0)
         return MHD_NO;
     /* 415, 400 or 413 known from the headers alone: answer before the body is read. */
@@ -537,7 +534,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!rq && !(rq = calloc(1, sizeof *rq)))
             return MHD_NO;
         rq->conn = conn;
-        rq->loop = loop;
         rq->shard = cls;
         rq->started = 1;
         struct conn_watch *w = watch_of(conn);
@@ -818,7 +814,7 @@ static struct mhd_shard *place(struct mhd_loop *loop)
  * out of the loop's wait for a while (net_accept_starved). */
 static void accept_some(struct mhd_loop *loop, uint64_t now)
 {
-    for (int n = 0; n < ACCEPT_BATCH; n++) {
+    for (int n = 0; n < NET_ACCEPT_BATCH; n++) {
         struct sockaddr_storage ss;
         socklen_t len = sizeof ss;
         int fd =
