@@ -856,7 +856,10 @@ static void run_epoll(struct mhd_loop *loop, uint64_t wait_us)
     }
     for (size_t i = 0; i < loop->used; i++) {
         uint64_t next = loop->shards[i].next_us;
-        if (next <= now)
+        /* A shard can be due already: a connection this thread resumed while MHD ran (a request
+         * admitted at once by --workers, say). MHD picks it up on its next run only, and an
+         * external-loop daemon has no channel that would wake this wait for it. */
+        if (next <= now || atomic_load_explicit(&loop->shards[i].due, memory_order_acquire))
             wait_us = 0;
         else if (next - now < wait_us)
             wait_us = next - now;
@@ -886,6 +889,9 @@ static void run_select(struct mhd_loop *loop, uint64_t wait_us)
     MHD_UNSIGNED_LONG_LONG mhd_ms;
     if (MHD_get_timeout(d, &mhd_ms) == MHD_YES && mhd_ms * 1000 < wait_us)
         wait_us = mhd_ms * 1000;
+    /* Resumed by this thread during the last run (see run_epoll): run again without waiting. */
+    if (atomic_exchange_explicit(&loop->shards[0].due, 0, memory_order_acq_rel))
+        wait_us = 0;
     fd_set rs, ws, es;
     MHD_socket max = -1;
     FD_ZERO(&rs);
@@ -912,7 +918,6 @@ static void run_select(struct mhd_loop *loop, uint64_t wait_us)
      * handles the sockets select() reported, MHD_run also picks up resumed connections. */
     if (woken)
         MHD_run(d);
-    atomic_store_explicit(&loop->shards[0].due, 0, memory_order_relaxed);
 }
 
 static void *loop_main(void *arg)
