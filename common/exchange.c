@@ -177,6 +177,12 @@ void exchange_fire(struct exchange *x, int client_gone, int give_up)
 void exchange_answer(struct exchange *x)
 {
     uint64_t now = timer_now_us();
+    /* A worker is free once it has handed over a whole answer, as a servlet thread is once it
+     * has written the response: a client that sends its next request as soon as it reads this
+     * answer must find the worker free, not race the engine's end of the request. A paced body
+     * keeps its worker until it is all out (exchange_end). */
+    if (x->pool && !exchange_paced(x))
+        pool_leave(x->pool, &x->pe);
     x->answered = x->plan.status;
     x->sent_us = now;
     if (x->record)

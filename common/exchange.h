@@ -129,7 +129,9 @@ void exchange_sleep(struct exchange *x, int (*sleep_fn)(void *arg, uint64_t dela
 void exchange_fire(struct exchange *x, int client_gone, int give_up);
 
 /* The engine queued the plan's answer: records its service time and, for a delayed request, the
- * intended delay and how late the answer came after it was due. */
+ * intended delay and how late the answer came after it was due. An answer sent whole frees its
+ * worker of --workers here (the next queued request is admitted now); a paced one keeps it until
+ * exchange_end. */
 void exchange_answer(struct exchange *x);
 
 /* Returns 1 if the plan's body must be paced by exchange_body_next (?drip=, ?fault=truncate)

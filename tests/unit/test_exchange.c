@@ -222,8 +222,51 @@ static void exchange_faults_are_not_cancels(void)
     teardown(&f);
 }
 
+static struct exchange *admitted_x;
+static void note_admit(struct pool_entry *e)
+{
+    admitted_x = exchange_of_entry(e);
+}
+
+/* --workers 1 --queue 1: the worker passes to the queued request when the first one's answer is
+ * queued, not when the engine ends it later; a drip keeps its worker until its end. */
+static void exchange_answer_frees_the_worker(void)
+{
+    struct fixture f;
+    struct exchange a, b;
+    struct config cfg = config_defaults;
+    cfg.workers = 1;
+    cfg.queue = 1;
+    route_table_init(&f.t, &cfg);
+    CHECK_INT(route_table_init_pool(&f.t, &cfg), 0);
+    f.st = stats_new(1, route_stats_count(&f.t));
+    timer_heap_init(&f.h, 4);
+    for (int paced = 0; paced <= 1; paced++) {
+        admitted_x = NULL;
+        begin(&a, &f, "GET", "/echo");
+        begin(&b, &f, "GET", "/echo");
+        CHECK_INT(exchange_admit(&a, note_admit), EXCHANGE_GO);
+        CHECK_INT(exchange_admit(&b, note_admit), EXCHANGE_PARKED);
+        if (paced)
+            a.plan.drip.chunks = 2;
+        exchange_answer(&a);
+        CHECK(admitted_x == (paced ? NULL : &b));
+        exchange_end(&a, &f.h);
+        CHECK(admitted_x == &b);
+        exchange_answer(&b);
+        exchange_end(&b, &f.h);
+        struct pool_counts pc;
+        pool_counts_get(f.t.pool, &pc);
+        CHECK_U64(pc.active, 0);
+        CHECK_U64(pc.queued, 0);
+    }
+    route_table_cleanup(&f.t);
+    teardown(&f);
+}
+
 int main(void)
 {
+    exchange_answer_frees_the_worker();
     exchange_paces_drips_and_truncation();
     exchange_faults_are_not_cancels();
     exchange_delayed_answer_counts_once();
