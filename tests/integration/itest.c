@@ -104,18 +104,24 @@ static void routes_answer_exact_bytes(void)
     stop_expect_clean(&s);
 }
 
+/* GET path, alone on a new connection, answers 200 `want` within [lo, hi] seconds. */
+static void answers_within(unsigned port, const char *path, const char *want, double lo, double hi)
+{
+    struct reply r;
+    http_request(port, "GET", path, NULL, NULL, &r);
+    if (r.status != 200 || strcmp(r.body, want) != 0 || r.seconds < lo || r.seconds > hi)
+        CHECK_FAIL_("GET %s: %ld '%s' in %.3f s (want '%s' in %.3f..%.3f s)", path, r.status,
+                    r.body, r.seconds, want, lo, hi);
+    else
+        check_passed++;
+}
+
 /* One request on /test with --delay 300ms takes 300 ms. */
 static void delay_alone_takes_its_time(void)
 {
     struct server s;
-    struct reply r;
     START(&s, "--delay", "300ms");
-    http_request(s.port, "GET", "/test", NULL, NULL, &r);
-    CHECK_STR(r.body, "ok");
-    if (r.seconds < 0.29 || r.seconds > 0.39)
-        CHECK_FAIL_("one /test took %.3f s, want 0.29..0.39", r.seconds);
-    else
-        check_passed++;
+    answers_within(s.port, "/test", "ok", 0.29, 0.39);
     stop_expect_clean(&s);
 }
 
@@ -133,13 +139,7 @@ static void concurrent_delays(const char *model)
     }
     CHECK(strstr(s.startup, model) != NULL);
     /* Alone, a request takes its delay and less than a loop tick (100 ms) more. */
-    struct reply r;
-    http_request(s.port, "GET", "/test", NULL, NULL, &r);
-    CHECK_STR(r.body, "ok");
-    if (r.seconds < 0.29 || r.seconds > 0.39)
-        CHECK_FAIL_("model %s: a lone /test took %.3f s, want 0.29..0.39", model, r.seconds);
-    else
-        check_passed++;
+    answers_within(s.port, "/test", "ok", 0.29, 0.39);
     http_concurrent(s.port, "/test", 200, status, secs, ok, "ok");
     unsigned good = 0, in_bounds = 0;
     double lo = 1e9, hi = 0;
@@ -1303,7 +1303,6 @@ static int cmp_double(const void *a, const void *b)
 static void workers_serve_in_waves(const char *model)
 {
     struct server s;
-    struct reply r;
     long status[50];
     double secs[50];
     int ok[50];
@@ -1314,14 +1313,8 @@ static void workers_serve_in_waves(const char *model)
         CHECK_FAIL_("%s", "server did not start");
         return;
     }
-    for (int i = 0; i < 3; i++) {
-        http_request(s.port, "GET", "/test", NULL, NULL, &r);
-        CHECK_STR(r.body, "ok");
-        if (r.seconds < 0.045 || r.seconds > 0.12)
-            CHECK_FAIL_("a lone /test with a free worker took %.3f s, want 0.045..0.12", r.seconds);
-        else
-            check_passed++;
-    }
+    for (int i = 0; i < 3; i++)
+        answers_within(s.port, "/test", "ok", 0.045, 0.12);
     stop_expect_clean(&s);
 
     const char *args[] = {"--workers", "10",      "--queue", "100", "--delay",
@@ -1556,18 +1549,6 @@ static int send_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
-/* The honest client: GET path answers `want` within [lo, hi] seconds. */
-static void honest(unsigned port, const char *path, const char *want, double lo, double hi)
-{
-    struct reply r;
-    http_request(port, "GET", path, NULL, NULL, &r);
-    if (r.status != 200 || strcmp(r.body, want) != 0 || r.seconds < lo || r.seconds > hi)
-        CHECK_FAIL_("honest %s: %ld '%s' in %.3f s (want '%s' in %.2f..%.2f s)", path, r.status,
-                    r.body, r.seconds, want, lo, hi);
-    else
-        check_passed++;
-}
-
 /* The descriptors of a process whose link starts with `kind` ("socket:" for its connections
  * and listeners, "anon_inode:[eventpoll]" for its epoll sets). */
 static int count_fds_of(pid_t pid, const char *kind)
@@ -1633,13 +1614,13 @@ static void hostile_slowloris_2000(void)
     CHECK_INT(open_ok, 2000);
     pthread_create(&th, NULL, run_trickle, &t);
     for (int i = 0; i < 10; i++)
-        honest(s.port, "/test", "ok", 0.09, 0.8);
+        answers_within(s.port, "/test", "ok", 0.09, 0.8);
     t.stop = 1;
     pthread_join(th, NULL);
     for (size_t i = 0; i < t.n; i++)
         if (fds[i] >= 0)
             close(fds[i]);
-    honest(s.port, "/echo", "OK", 0, 0.5);
+    answers_within(s.port, "/echo", "OK", 0, 0.5);
     stop_expect_clean(&s);
 }
 
@@ -1661,7 +1642,7 @@ static void hostile_header_timeout_cuts_slowloris(void)
     }
     double t0 = now_seconds();
     pthread_create(&th, NULL, run_trickle, &t);
-    honest(s.port, "/test", "ok", 0.09, 0.8);
+    answers_within(s.port, "/test", "ok", 0.09, 0.8);
     while (now_seconds() - t0 < 0.6)
         usleep(20 * 1000);
     size_t early = 0;
@@ -1679,7 +1660,7 @@ static void hostile_header_timeout_cuts_slowloris(void)
     }
     CHECK_INT(early, 0);
     CHECK_INT(cut, 200);
-    honest(s.port, "/test", "ok", 0.09, 0.8);
+    answers_within(s.port, "/test", "ok", 0.09, 0.8);
     cJSON *j = settled_stats(h1(&s));
     if (json_number(j, "connections.open") > 2)
         CHECK_FAIL_("%.0f connections still open", json_number(j, "connections.open"));
@@ -1716,7 +1697,7 @@ static void max_requests_caps_pipelining(void)
         closes++;
     CHECK_INT(answers, 3);
     CHECK_INT(closes, 1);
-    honest(s.port, "/echo", "OK", 0, 0.5);
+    answers_within(s.port, "/echo", "OK", 0, 0.5);
     stop_expect_clean(&s);
 }
 
@@ -1760,7 +1741,7 @@ static void request_limits_follow_options(void)
     struct server s;
     START(&s, "--max-request-line", "16K", "--max-header-size", "2K");
     check_request_limits(&s, 16384, 12010, 2048);
-    honest(s.port, "/echo", "OK", 0, 0.5);
+    answers_within(s.port, "/echo", "OK", 0, 0.5);
     stop_expect_clean(&s);
 }
 
@@ -1785,7 +1766,7 @@ static void request_limits_lowered(void)
     memset(hdr + 7, 'b', 5000);
     http_request(s.port, "GET", "/echo", NULL, hdrs, &r);
     CHECK_INT(r.status, 431);
-    honest(s.port, "/echo", "OK", 0, 0.5);
+    answers_within(s.port, "/echo", "OK", 0, 0.5);
     stop_expect_clean(&s);
 }
 
@@ -1813,7 +1794,7 @@ static void hostile_stalled_uploads_500(void)
     struct part p[] = {{"token", NULL, "t", 0}, {"data", "f", NULL, 5120}};
     http_upload(h1(&s), "/write", p, 2, &r, 0);
     CHECK_STR(r.body, "5120");
-    honest(s.port, "/echo", "OK", 0, 0.5);
+    answers_within(s.port, "/echo", "OK", 0, 0.5);
     /* The stalled connections are cut after a second of silence. */
     double t0 = now_seconds();
     cJSON *j = NULL;
@@ -1871,7 +1852,7 @@ static void hostile_oversized_and_garbage(void)
     CHECK(out[0] == '\0' || strncmp(out, "HTTP/1.1 400", 12) == 0);
     raw_exchange(s.port, "GARBAGE\r\n\r\n", 11, out, sizeof out);
     CHECK(out[0] == '\0' || strncmp(out, "HTTP/1.1 400", 12) == 0);
-    honest(s.port, "/echo", "OK", 0, 0.5);
+    answers_within(s.port, "/echo", "OK", 0, 0.5);
     stop_expect_clean(&s);
 }
 
@@ -1880,14 +1861,14 @@ static void hostile_open_close_1000(void)
 {
     struct server s;
     START(&s, "--delay", "0");
-    honest(s.port, "/echo", "OK", 0, 0.5);
+    answers_within(s.port, "/echo", "OK", 0, 0.5);
     int base = count_sockets(s.pid);
     for (int i = 0; i < 1000; i++) {
         int fd = raw_connect(s.port);
         if (fd >= 0)
             close(fd);
     }
-    honest(s.port, "/echo", "OK", 0, 0.5);
+    answers_within(s.port, "/echo", "OK", 0, 0.5);
     double t0 = now_seconds();
     while (count_sockets(s.pid) > base && now_seconds() - t0 < 3)
         usleep(20 * 1000);
@@ -1913,7 +1894,7 @@ static void hostile_never_reads_answer(void)
     }
     usleep(300 * 1000);
     for (int i = 0; i < 5; i++)
-        honest(s.port, "/echo", "OK", 0, 0.5);
+        answers_within(s.port, "/echo", "OK", 0, 0.5);
     for (int i = 0; i < 4; i++)
         if (fds[i] >= 0)
             close(fds[i]);
@@ -2094,7 +2075,7 @@ static void hostile_out_of_descriptors(void)
         if (pfd[i].fd >= 0)
             close(pfd[i].fd);
     CHECK_INT(answered, N);
-    honest(s.port, "/echo", "OK", 0, 0.5);
+    answers_within(s.port, "/echo", "OK", 0, 0.5);
     CHECK_INT(server_stop(&s, 15000, log, sizeof log), 0);
     if (!strstr(log, "Too many open files") || !strstr(log, "ulimit -n"))
         CHECK_FAIL_("no line on running out of descriptors in the log:\n%s", log);
@@ -2264,7 +2245,7 @@ static void soak(void)
     START(&s, "--delay", "0", "--idle-timeout", "2s");
     /* The baseline once every loop is up (slowsrv-h2o makes its loops' descriptors in their own
      * threads, after the startup line) and the first connection is gone. */
-    honest(s.port, "/healthz", "ok", 0, 1);
+    answers_within(s.port, "/healthz", "ok", 0, 1);
     usleep(300 * 1000);
     int fds_base = count_sockets(s.pid);
     struct soak k[8];
