@@ -180,9 +180,9 @@ void exchange_answer(struct exchange *x)
     /* A worker is free once it has handed over a whole answer, as a servlet thread is once it
      * has written the response: a client that sends its next request as soon as it reads this
      * answer must find the worker free, not race the engine's end of the request. A paced body
-     * keeps its worker until it is all out (exchange_end). */
-    if (x->pool && !exchange_paced(x))
-        pool_leave(x->pool, &x->pe);
+     * keeps its worker until its last byte is handed over (exchange_body_out). */
+    if (!exchange_paced(x))
+        exchange_body_out(x);
     x->answered = x->plan.status;
     x->sent_us = now;
     if (x->record)
@@ -193,6 +193,12 @@ void exchange_answer(struct exchange *x)
         stats_observe(x->shard, x->plan.stats_id, STATS_HIST_OVERSHOOT,
                       now > x->due_us ? now - x->due_us : 0);
     }
+}
+
+void exchange_body_out(struct exchange *x)
+{
+    if (x->pool)
+        pool_leave(x->pool, &x->pe); /* once: the entry is POOL_OUT afterwards */
 }
 
 int exchange_paced(const struct exchange *x)

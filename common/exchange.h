@@ -131,8 +131,12 @@ void exchange_fire(struct exchange *x, int client_gone, int give_up);
 /* The engine queued the plan's answer: records its service time and, for a delayed request, the
  * intended delay and how late the answer came after it was due. An answer sent whole frees its
  * worker of --workers here (the next queued request is admitted now); a paced one keeps it until
- * exchange_end. */
+ * exchange_body_out. */
 void exchange_answer(struct exchange *x);
+
+/* The engine handed over the last byte of a paced body, or cut it short (truncate): x's worker
+ * of --workers is free now, as for an answer sent whole. Harmless if called again. */
+void exchange_body_out(struct exchange *x);
 
 /* Returns 1 if the plan's body must be paced by exchange_body_next (?drip=, ?fault=truncate)
  * rather than sent whole. */

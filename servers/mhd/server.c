@@ -257,10 +257,14 @@ static ssize_t read_paced(void *cls, uint64_t pos, char *buf, size_t max)
         case EXCHANGE_BODY_SEND:
             len = len < max ? len : max;
             memcpy(buf, rq->x.plan.body + pos, len);
+            if (pos + len == rq->x.plan.body_len)
+                exchange_body_out(&rq->x);
             return (ssize_t)len;
         case EXCHANGE_BODY_DONE:
+            exchange_body_out(&rq->x);
             return MHD_CONTENT_READER_END_OF_STREAM;
         case EXCHANGE_BODY_CUT:
+            exchange_body_out(&rq->x);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         case EXCHANGE_BODY_WAIT:
             break;

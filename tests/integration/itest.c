@@ -1307,7 +1307,8 @@ static void workers_serve_in_waves(const char *model)
     double secs[50];
     int ok[50];
     /* A request that gets a worker at once waits its delay and no more, also on an idle loop
-     * (it once waited for the loop's next 100 ms tick as well: 150 ms here). */
+     * (it once waited for the loop's next 100 ms tick as well: 150 ms here). --queue 0: a
+     * request that finds the worker busy is answered 503. */
     const char *alone[] = {"--workers", "1", "--delay", "50ms", "--model", model, NULL};
     if (server_start(&s, bin, alone, NULL) != 0) {
         CHECK_FAIL_("%s", "server did not start");
@@ -1315,6 +1316,10 @@ static void workers_serve_in_waves(const char *model)
     }
     for (int i = 0; i < 3; i++)
         answers_within(s.port, "/test", "ok", 0.045, 0.12);
+    /* The worker is free once the last byte is handed over, also after a drip: one client's
+     * requests in a row never meet a 503. */
+    for (int i = 0; i < 3; i++)
+        answers_within(s.port, "/test?drip=2,100ms", "ok", 0.14, 0.25);
     stop_expect_clean(&s);
 
     const char *args[] = {"--workers", "10",      "--queue", "100", "--delay",

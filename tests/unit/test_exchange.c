@@ -229,7 +229,7 @@ static void note_admit(struct pool_entry *e)
 }
 
 /* --workers 1 --queue 1: the worker passes to the queued request when the first one's answer is
- * queued, not when the engine ends it later; a drip keeps its worker until its end. */
+ * queued, not when the engine ends it later; a drip keeps its worker until its last byte is out. */
 static void exchange_answer_frees_the_worker(void)
 {
     struct fixture f;
@@ -251,8 +251,11 @@ static void exchange_answer_frees_the_worker(void)
             a.plan.drip.chunks = 2;
         exchange_answer(&a);
         CHECK(admitted_x == (paced ? NULL : &b));
-        exchange_end(&a, &f.h);
+        exchange_body_out(&a);
         CHECK(admitted_x == &b);
+        admitted_x = NULL;
+        exchange_end(&a, &f.h); /* the worker is not handed on twice */
+        CHECK(admitted_x == NULL);
         exchange_answer(&b);
         exchange_end(&b, &f.h);
         struct pool_counts pc;
