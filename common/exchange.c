@@ -174,15 +174,22 @@ void exchange_fire(struct exchange *x, int client_gone, int give_up)
     x->state = client_gone || give_up ? EXCHANGE_CANCELLED : EXCHANGE_READY;
 }
 
+/* The request no longer needs its worker of --workers: the next queued request gets it. */
+static void free_worker(struct exchange *x)
+{
+    if (x->pool)
+        pool_leave(x->pool, &x->pe); /* once: the entry is POOL_OUT afterwards */
+}
+
 void exchange_answer(struct exchange *x)
 {
     uint64_t now = timer_now_us();
     /* A worker is free once it has handed over a whole answer, as a servlet thread is once it
      * has written the response: a client that sends its next request as soon as it reads this
      * answer must find the worker free, not race the engine's end of the request. A paced body
-     * keeps its worker until its last byte is handed over (exchange_body_out). */
+     * keeps its worker until its last byte is handed over (exchange_body_take). */
     if (!exchange_paced(x))
-        exchange_body_out(x);
+        free_worker(x);
     x->answered = x->plan.status;
     x->sent_us = now;
     if (x->record)
@@ -193,12 +200,6 @@ void exchange_answer(struct exchange *x)
         stats_observe(x->shard, x->plan.stats_id, STATS_HIST_OVERSHOOT,
                       now > x->due_us ? now - x->due_us : 0);
     }
-}
-
-void exchange_body_out(struct exchange *x)
-{
-    if (x->pool)
-        pool_leave(x->pool, &x->pe); /* once: the entry is POOL_OUT afterwards */
 }
 
 int exchange_paced(const struct exchange *x)
@@ -227,6 +228,18 @@ enum exchange_body exchange_body_next(const struct exchange *x, uint64_t now_us,
         return end < total ? EXCHANGE_BODY_CUT : EXCHANGE_BODY_DONE;
     *due_us = x->sent_us + (over * (due + 1)) / n;
     return EXCHANGE_BODY_WAIT;
+}
+
+enum exchange_body exchange_body_take(struct exchange *x, uint64_t now_us, uint64_t sent,
+                                      size_t max, size_t *len, uint64_t *due_us)
+{
+    enum exchange_body b = exchange_body_next(x, now_us, sent, len, due_us);
+    if (b == EXCHANGE_BODY_SEND && *len > max)
+        *len = max;
+    if (b == EXCHANGE_BODY_DONE || b == EXCHANGE_BODY_CUT ||
+        (b == EXCHANGE_BODY_SEND && sent + *len == x->plan.body_len))
+        free_worker(x);
+    return b;
 }
 
 int exchange_pace(struct exchange *x, struct timer_heap *h, uint64_t due_us)

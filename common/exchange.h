@@ -131,12 +131,8 @@ void exchange_fire(struct exchange *x, int client_gone, int give_up);
 /* The engine queued the plan's answer: records its service time and, for a delayed request, the
  * intended delay and how late the answer came after it was due. An answer sent whole frees its
  * worker of --workers here (the next queued request is admitted now); a paced one keeps it until
- * exchange_body_out. */
+ * exchange_body_take hands over its last byte. */
 void exchange_answer(struct exchange *x);
-
-/* The engine handed over the last byte of a paced body, or cut it short (truncate): x's worker
- * of --workers is free now, as for an answer sent whole. Harmless if called again. */
-void exchange_body_out(struct exchange *x);
 
 /* Returns 1 if the plan's body must be paced by exchange_body_next (?drip=, ?fault=truncate)
  * rather than sent whole. */
@@ -148,6 +144,12 @@ int exchange_paced(const struct exchange *x);
  * over_us / chunks after the answer was queued, so the last one leaves over_us after it. */
 enum exchange_body exchange_body_next(const struct exchange *x, uint64_t now_us, uint64_t sent,
                                       size_t *len, uint64_t *due_us);
+
+/* The engine's step through a paced body: exchange_body_next, with at most `max` bytes to SEND.
+ * When the step hands over the body's last byte (a SEND up to its end, DONE, or CUT), x's worker
+ * of --workers is free, as for an answer sent whole. */
+enum exchange_body exchange_body_take(struct exchange *x, uint64_t now_us, uint64_t sent,
+                                      size_t max, size_t *len, uint64_t *due_us);
 
 /* Queues x's timer in heap h for the next chunk, due at due_us (x becomes SENDING; its popped
  * timer means: send on). Returns 0, or -ENOSPC if the heap is full. */

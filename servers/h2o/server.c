@@ -151,22 +151,18 @@ static void send_paced(struct h2o_request *r)
     size_t len;
     uint64_t due;
     h2o_iovec_t buf;
-    switch (exchange_body_next(&r->x, timer_now_us(), r->sent, &len, &due)) {
+    switch (exchange_body_take(&r->x, timer_now_us(), r->sent, SIZE_MAX, &len, &due)) {
     case EXCHANGE_BODY_SEND:
         buf = h2o_iovec_init(p->body + r->sent, len);
         r->sent += len;
         r->sending = 1;
-        if (r->sent == p->body_len)
-            exchange_body_out(&r->x);
         h2o_send(r->req, &buf, 1,
                  r->sent == p->body_len ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
         return;
     case EXCHANGE_BODY_DONE:
-        exchange_body_out(&r->x);
         h2o_send(r->req, NULL, 0, H2O_SEND_STATE_FINAL);
         return;
     case EXCHANGE_BODY_CUT:
-        exchange_body_out(&r->x);
         /* HTTP/1: the connection closes short of Content-Length; HTTP/2: the stream is reset. */
         h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
         return;

@@ -253,18 +253,13 @@ static ssize_t read_paced(void *cls, uint64_t pos, char *buf, size_t max)
         if (rq->x.state == EXCHANGE_CANCELLED)
             return MHD_CONTENT_READER_END_WITH_ERROR;
         now = timer_now_us();
-        switch (exchange_body_next(&rq->x, now, pos, &len, &due)) {
+        switch (exchange_body_take(&rq->x, now, pos, max, &len, &due)) {
         case EXCHANGE_BODY_SEND:
-            len = len < max ? len : max;
             memcpy(buf, rq->x.plan.body + pos, len);
-            if (pos + len == rq->x.plan.body_len)
-                exchange_body_out(&rq->x);
             return (ssize_t)len;
         case EXCHANGE_BODY_DONE:
-            exchange_body_out(&rq->x);
             return MHD_CONTENT_READER_END_OF_STREAM;
         case EXCHANGE_BODY_CUT:
-            exchange_body_out(&rq->x);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         case EXCHANGE_BODY_WAIT:
             break;
@@ -1169,7 +1164,6 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
             return -ENOMEM;
         }
         loop->nshards = nshards;
-        loop->used = 0; /* daemons started */
         for (size_t k = 0; k < nshards; k++) {
             loop->shards[k].loop = loop;
             loop->shards[k].next_us = UINT64_MAX;

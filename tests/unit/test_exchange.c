@@ -229,7 +229,8 @@ static void note_admit(struct pool_entry *e)
 }
 
 /* --workers 1 --queue 1: the worker passes to the queued request when the first one's answer is
- * queued, not when the engine ends it later; a drip keeps its worker until its last byte is out. */
+ * queued, not when the engine ends it later; a drip keeps its worker until its last byte is handed
+ * over. */
 static void exchange_answer_frees_the_worker(void)
 {
     struct fixture f;
@@ -247,11 +248,24 @@ static void exchange_answer_frees_the_worker(void)
         begin(&b, &f, "GET", "/echo");
         CHECK_INT(exchange_admit(&a, note_admit), EXCHANGE_GO);
         CHECK_INT(exchange_admit(&b, note_admit), EXCHANGE_PARKED);
-        if (paced)
+        if (paced) {
             a.plan.drip.chunks = 2;
+            a.plan.drip.over_us = 100000;
+        }
         exchange_answer(&a);
         CHECK(admitted_x == (paced ? NULL : &b));
-        exchange_body_out(&a);
+        if (paced) {
+            size_t len = 0;
+            uint64_t due = 0, t = a.sent_us;
+            /* Nothing due yet; then the whole "OK", one byte per step: the worker passes on
+             * only when the last byte is handed over. */
+            CHECK_INT(exchange_body_take(&a, t, 0, 1, &len, &due), EXCHANGE_BODY_WAIT);
+            CHECK_INT(exchange_body_take(&a, t + 100000, 0, 1, &len, &due), EXCHANGE_BODY_SEND);
+            CHECK_INT(len, 1);
+            CHECK(admitted_x == NULL);
+            CHECK_INT(exchange_body_take(&a, t + 100000, 1, 1, &len, &due), EXCHANGE_BODY_SEND);
+            CHECK_INT(len, 1);
+        }
         CHECK(admitted_x == &b);
         admitted_x = NULL;
         exchange_end(&a, &f.h); /* the worker is not handed on twice */
