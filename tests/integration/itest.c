@@ -116,6 +116,25 @@ static void answers_within(unsigned port, const char *path, const char *want, do
         check_passed++;
 }
 
+/* Every one of n concurrent requests answered 200 with its body and took lo..hi seconds. */
+static void all_answered_within(size_t n, const long *status, const double *secs, const int *ok,
+                                double lo, double hi)
+{
+    unsigned good = 0, in_bounds = 0;
+    double fastest = 1e9, slowest = 0;
+    for (size_t i = 0; i < n; i++) {
+        good += status[i] == 200 && ok[i];
+        in_bounds += secs[i] >= lo && secs[i] <= hi;
+        fastest = secs[i] < fastest ? secs[i] : fastest;
+        slowest = secs[i] > slowest ? secs[i] : slowest;
+    }
+    CHECK_INT(good, n);
+    CHECK_INT(in_bounds, n);
+    if (in_bounds != n)
+        fprintf(stderr, "want %.3f..%.3f s: fastest %.3f s, slowest %.3f s\n", lo, hi, fastest,
+                slowest);
+}
+
 /* One request on /test with --delay 300ms takes 300 ms. */
 static void delay_alone_takes_its_time(void)
 {
@@ -141,18 +160,7 @@ static void concurrent_delays(const char *model)
     /* Alone, a request takes its delay and less than a loop tick (100 ms) more. */
     answers_within(s.port, "/test", "ok", 0.29, 0.39);
     http_concurrent(s.port, "/test", 200, status, secs, ok, "ok");
-    unsigned good = 0, in_bounds = 0;
-    double lo = 1e9, hi = 0;
-    for (size_t i = 0; i < 200; i++) {
-        good += status[i] == 200 && ok[i];
-        in_bounds += secs[i] >= 0.25 && secs[i] <= 0.9;
-        lo = secs[i] < lo ? secs[i] : lo;
-        hi = secs[i] > hi ? secs[i] : hi;
-    }
-    CHECK_INT(good, 200);
-    CHECK_INT(in_bounds, 200);
-    if (in_bounds != 200)
-        fprintf(stderr, "model %s: fastest %.3f s, slowest %.3f s\n", model, lo, hi);
+    all_answered_within(200, status, secs, ok, 0.25, 0.9);
     stop_expect_clean(&s);
 }
 
@@ -881,13 +889,7 @@ static void h2_thousand_streams_on_ten_connections(void)
     }
     struct target t = {s.port, 1, CURL_HTTP_VERSION_2_0};
     double wall = http_concurrent_to(&t, "/test", 1000, 10, status, secs, ok, "ok");
-    unsigned good = 0, in_bounds = 0;
-    for (size_t i = 0; i < 1000; i++) {
-        good += status[i] == 200 && ok[i];
-        in_bounds += secs[i] >= 0.25 && secs[i] <= 1.5;
-    }
-    CHECK_INT(good, 1000);
-    CHECK_INT(in_bounds, 1000);
+    all_answered_within(1000, status, secs, ok, 0.25, 1.5);
     if (wall > 2.0)
         CHECK_FAIL_("1000 streams took %.2f s", wall);
     stop_expect_clean(&s);
@@ -1976,18 +1978,7 @@ static void delays_across_daemons(void)
     START(&s, "--delay", "300ms", "--threads", "1");
     int epolls_idle = count_fds_of(s.pid, "anon_inode:[eventpoll]");
     http_concurrent(s.port, "/test", N, status, secs, ok, "ok");
-    unsigned good = 0, in_bounds = 0;
-    double lo = 1e9, hi = 0;
-    for (size_t i = 0; i < N; i++) {
-        good += status[i] == 200 && ok[i];
-        in_bounds += secs[i] >= 0.25 && secs[i] <= 1.5;
-        lo = secs[i] < lo ? secs[i] : lo;
-        hi = secs[i] > hi ? secs[i] : hi;
-    }
-    CHECK_INT(good, N);
-    CHECK_INT(in_bounds, N);
-    if (in_bounds != N)
-        fprintf(stderr, "fastest %.3f s, slowest %.3f s\n", lo, hi);
+    all_answered_within(N, status, secs, ok, 0.25, 1.5);
     if (!is_h2o) {
         /* One daemon per 128 connections (8 for 1000), each an epoll set, beside the loop's. */
         int added = count_fds_of(s.pid, "anon_inode:[eventpoll]") - epolls_idle;
