@@ -135,6 +135,171 @@ static void route_random_delays_number_requests_per_route(void)
     CHECK(differ > 40);
 }
 
+/* Loads a config from flags as the servers do (no environment, no file). */
+static int load_flags(struct config *cfg, int argc, const char *const *argv)
+{
+    enum config_action action;
+    char err[256] = "";
+    int rc = config_load(cfg, CONFIG_ENGINE_MHD, argc, (char **)(uintptr_t)argv, NULL, 1, &action,
+                         err, sizeof err);
+    if (rc != 0)
+        CHECK_FAIL_("config_load: %s", err);
+    else
+        check_passed++;
+    return rc;
+}
+
+/*
+ * The Server-Timing values a seed prints, through config_load, route_table_init and route_plan
+ * as the servers call them: frozen golden values (see test_delay.c). The README promises
+ * "--delay lognormal:200ms,0.5 --seed 7" gives delay;dur=324.674 on the first /test, on every
+ * run; changing any of these breaks that promise and must be a deliberate, documented change.
+ */
+static void route_seeded_server_timing_matches_the_readme(void)
+{
+    struct config cfg;
+    struct route_table t;
+    struct plan p;
+    static const char *const readme[] = {"slowsrv", "--delay", "lognormal:200ms,0.5", "--seed",
+                                         "7"};
+    if (load_flags(&cfg, 5, readme) != 0)
+        return;
+    route_table_init(&t, &cfg);
+    static const struct {
+        const char *target;
+        const char *timing;
+    } cases[] = {
+        /* Request i of /test draws (seed 7, route 0, i). */
+        {"/test", "delay;dur=324.674"},
+        {"/test", "delay;dur=376.993"},
+        /* Other routes do not advance /test's numbering. */
+        {"/echo", NULL},
+        {"/test", "delay;dur=214.798"},
+        {"/test", "delay;dur=117.003"},
+        /* An override draws from its own stream: (seed 7, 1 << 32 | 3, i) on /echo. */
+        {"/echo?delay=lognormal:200ms,0.5", "delay;dur=362.042"},
+        {"/echo?delay=lognormal:200ms,0.5", "delay;dur=136.358"},
+        {"/echo?delay=lognormal:200ms,0.5", "delay;dur=75.246"},
+        /* On /test the override takes the request's number (4, then 5). */
+        {"/test?delay=800ms..1200ms", "delay;dur=1089.028"},
+        {"/test?delay=800ms..1200ms", "delay;dur=911.461"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        plan(&t, "GET", cases[i].target, &p);
+        CHECK_INT(p.status, 200);
+        if (cases[i].timing)
+            CHECK_STR(p.timing, cases[i].timing);
+        else
+            CHECK(p.timing == NULL);
+    }
+    route_table_cleanup(&t);
+    config_cleanup(&cfg);
+
+    /* The README's default: curl /test | grep Server-Timing gives delay;dur=1000. */
+    static const char *const plain[] = {"slowsrv"};
+    if (load_flags(&cfg, 1, plain) != 0)
+        return;
+    route_table_init(&t, &cfg);
+    plan(&t, "GET", "/test", &p);
+    CHECK_STR(p.timing, "delay;dur=1000");
+    CHECK_U64(p.delay_us, 1000000);
+    route_table_cleanup(&t);
+    config_cleanup(&cfg);
+}
+
+/* --error-rate's coin is seeded too: the same requests fail on every run (frozen values). */
+static void route_seeded_error_rate_fails_the_same_requests(void)
+{
+    struct config cfg;
+    struct route_table t;
+    struct plan p;
+    static const char *const argv[] = {"slowsrv", "--error-rate", "0.25", "--seed", "77"};
+    static const unsigned want[16] = {503, 503, 200, 503, 200, 200, 200, 200,
+                                      200, 200, 200, 200, 200, 200, 200, 200};
+    if (load_flags(&cfg, 5, argv) != 0)
+        return;
+    route_table_init(&t, &cfg);
+    for (size_t i = 0; i < 16; i++) {
+        plan(&t, "GET", "/echo", &p);
+        if (p.status != want[i])
+            CHECK_FAIL_("request %zu: got %u, want %u", i, p.status, want[i]);
+        else
+            check_passed++;
+    }
+    route_table_cleanup(&t);
+    config_cleanup(&cfg);
+}
+
+/* Normal and log-normal draws are truncated at --max-delay: never above, and the cap itself is
+ * reached, for the route's delay and for an override. */
+static void route_unbounded_draws_stop_at_max_delay(void)
+{
+    struct config cfg = config_defaults;
+    struct route_table t;
+    struct plan p;
+    char err[128];
+    CHECK_INT(delay_spec_parse(&cfg.delay, "normal:1s,5s", err, sizeof err), 0);
+    cfg.max_delay_us = 2000000;
+    cfg.seed = 3;
+    route_table_init(&t, &cfg);
+    static const char *const targets[] = {"/test", "/echo?delay=normal:1s,5s",
+                                          "/echo?delay=lognormal:1s,2"};
+    for (size_t k = 0; k < sizeof targets / sizeof targets[0]; k++) {
+        unsigned over = 0, capped = 0, zero = 0;
+        for (int i = 0; i < 1000; i++) {
+            plan(&t, "GET", targets[k], &p);
+            over += p.delay_us > 2000000;
+            capped += p.delay_us == 2000000;
+            zero += p.delay_us == 0;
+            if (p.delay_us == 2000000)
+                CHECK_STR(p.timing, "delay;dur=2000");
+        }
+        if (over != 0 || capped < 100)
+            CHECK_FAIL_("%s: %u draws over --max-delay, %u at it", targets[k], over, capped);
+        else
+            check_passed++;
+        /* normal:1s,5s goes below 0 about 42% of the time: those are 0, not huge. */
+        if (k < 2)
+            CHECK(zero > 300);
+    }
+    route_table_cleanup(&t);
+}
+
+/* No body where the status forbids one (1xx, 204, 304); HEAD keeps the length of its GET. */
+static void route_bodiless_statuses_carry_no_body(void)
+{
+    struct config cfg = config_defaults;
+    struct route_table t;
+    struct plan p;
+    cfg.max_size = 1000;
+    route_table_init(&t, &cfg);
+    static const struct {
+        const char *method, *target;
+        unsigned status;
+        size_t body_len;
+    } cases[] = {
+        {"GET", "/echo?status=204", 204, 0},         {"GET", "/echo?status=304", 304, 0},
+        {"GET", "/echo?status=304&size=10", 304, 0}, {"GET", "/echo?status=100", 100, 0},
+        {"GET", "/echo?status=199&size=5", 199, 0},  {"HEAD", "/echo?status=304", 304, 0},
+        {"GET", "/echo?status=200", 200, 2},         {"GET", "/echo?status=205&size=7", 205, 7},
+        {"GET", "/echo?status=303", 303, 2},         {"GET", "/echo?status=305", 305, 2},
+        {"HEAD", "/test?delay=0", 200, 2},           {"HEAD", "/echo?size=10", 200, 10},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        plan(&t, cases[i].method, cases[i].target, &p);
+        CHECK_INT(p.status, cases[i].status);
+        if (p.body_len != cases[i].body_len)
+            CHECK_FAIL_("%s %s: body_len %zu, want %zu", cases[i].method, cases[i].target,
+                        p.body_len, cases[i].body_len);
+        else
+            check_passed++;
+    }
+    plan(&t, "HEAD", "/test", &p);
+    CHECK_INT(p.body_len, 2);
+    CHECK_STR(p.body, "ok");
+    route_table_cleanup(&t);
+}
+
 static void route_overrides_change_delay_status_and_size(void)
 {
     struct config cfg = config_defaults;
@@ -512,5 +677,9 @@ int main(void)
     route_health_and_stats_are_not_counted();
     route_405_names_the_allowed_methods();
     route_random_delays_number_requests_per_route();
+    route_seeded_server_timing_matches_the_readme();
+    route_seeded_error_rate_fails_the_same_requests();
+    route_unbounded_draws_stop_at_max_delay();
+    route_bodiless_statuses_carry_no_body();
     return CHECK_DONE();
 }

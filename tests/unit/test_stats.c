@@ -161,6 +161,71 @@ static void stats_prometheus_escapes_route_labels(void)
     stats_free(st);
 }
 
+/* A fault or a cancel on a route counts for that route only, in the totals, in /stats' JSON
+ * (totals and per-route "faults"/"cancels") and in /metrics (slowsrv_faults_total and
+ * slowsrv_cancels_total by route). */
+static void stats_faults_and_cancels_count_per_route_in_every_report(void)
+{
+    struct stats *st = stats_new(2, 3);
+    const char *names[] = {"/test", "/echo", "other"};
+    struct stats_totals t;
+    stats_fault(stats_shard(st, 0), 1);
+    stats_fault(stats_shard(st, 1), 1);
+    stats_fault(stats_shard(st, 0), 2);
+    stats_fault(stats_shard(st, 0), STATS_UNCOUNTED);
+    stats_cancel(stats_shard(st, 1), 0);
+    stats_cancel(stats_shard(st, 0), 2);
+    stats_cancel(stats_shard(st, 1), 2);
+    stats_totals_get(st, &t);
+    CHECK_U64(t.faults, 3);
+    CHECK_U64(t.cancels, 3);
+
+    static const struct {
+        const char *route;
+        int faults, cancels;
+    } want[] = {{"/test", 0, 1}, {"/echo", 2, 0}, {"other", 1, 2}};
+    char *json = stats_to_json(st, names, 3, 1.0, NULL, NULL);
+    cJSON *j = cJSON_Parse(json);
+    CHECK(j != NULL);
+    cJSON *faults = cJSON_GetObjectItem(j, "faults"), *cancels = cJSON_GetObjectItem(j, "cancels");
+    CHECK_INT(cJSON_IsNumber(faults) ? faults->valueint : -1, 3);
+    CHECK_INT(cJSON_IsNumber(cancels) ? cancels->valueint : -1, 3);
+    cJSON *routes = cJSON_GetObjectItem(j, "routes");
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        cJSON *r = cJSON_GetObjectItem(routes, want[i].route);
+        cJSON *f = cJSON_GetObjectItem(r, "faults"), *c = cJSON_GetObjectItem(r, "cancels");
+        if (!cJSON_IsNumber(f) || f->valueint != want[i].faults)
+            CHECK_FAIL_("%s: JSON faults %d, want %d", want[i].route,
+                        cJSON_IsNumber(f) ? f->valueint : -1, want[i].faults);
+        else
+            check_passed++;
+        if (!cJSON_IsNumber(c) || c->valueint != want[i].cancels)
+            CHECK_FAIL_("%s: JSON cancels %d, want %d", want[i].route,
+                        cJSON_IsNumber(c) ? c->valueint : -1, want[i].cancels);
+        else
+            check_passed++;
+    }
+    cJSON_Delete(j);
+    free(json);
+
+    char *text = stats_to_prometheus(st, names, 3, 1.0, NULL, NULL);
+    CHECK(text != NULL);
+    static const char *const lines[] = {
+        "# TYPE slowsrv_faults_total counter\n",      "slowsrv_faults_total{route=\"/test\"} 0\n",
+        "slowsrv_faults_total{route=\"/echo\"} 2\n",  "slowsrv_faults_total{route=\"other\"} 1\n",
+        "# TYPE slowsrv_cancels_total counter\n",     "slowsrv_cancels_total{route=\"/test\"} 1\n",
+        "slowsrv_cancels_total{route=\"/echo\"} 0\n", "slowsrv_cancels_total{route=\"other\"} 2\n",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        if (!text || !strstr(text, lines[i]))
+            CHECK_FAIL_("missing line: %s", lines[i]);
+        else
+            check_passed++;
+    }
+    free(text);
+    stats_free(st);
+}
+
 int main(void)
 {
     stats_histograms_place_observations_by_bound();
@@ -169,5 +234,6 @@ int main(void)
     stats_uncounted_routes_leave_no_trace();
     stats_shards_sum_exactly_across_threads();
     stats_json_names_routes_and_statuses();
+    stats_faults_and_cancels_count_per_route_in_every_report();
     return CHECK_DONE();
 }

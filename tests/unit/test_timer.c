@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "../../common/timer.h"
 #include "check.h"
@@ -103,11 +104,32 @@ static void timer_wait_us_is_exact_and_capped(void)
     timer_heap_cleanup(&h);
 }
 
-static void timer_now_is_monotonic(void)
+static uint64_t monotonic_us(void)
 {
-    uint64_t a = timer_now_us(), b = timer_now_us();
-    CHECK(b >= a);
-    CHECK(a > 0);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* timer_now_us is CLOCK_MONOTONIC in microseconds: it falls between two readings of that clock
+ * taken around it (a wrong clock or unit lands far outside), and a 20 ms sleep moves it by at
+ * least 20000 (coarse upper bound: only a wrong unit crosses 10 s). */
+static void timer_now_is_the_monotonic_clock_in_microseconds(void)
+{
+    uint64_t before = monotonic_us();
+    uint64_t a = timer_now_us();
+    uint64_t after = monotonic_us();
+    if (a < before || a > after)
+        CHECK_FAIL_("timer_now_us() %" PRIu64 " outside [%" PRIu64 ", %" PRIu64 "]", a, before,
+                    after);
+    else
+        check_passed++;
+    struct timespec nap = {0, 20000000};
+    while (nanosleep(&nap, &nap) != 0 && errno == EINTR)
+        ;
+    uint64_t b = timer_now_us();
+    CHECK(b >= a + 20000);
+    CHECK(b - a < 10000000);
 }
 
 static void timer_in_order_deadlines_take_the_list(void)
@@ -220,7 +242,7 @@ int main(void)
     timer_cancel_removes_any_node_and_twice_is_harmless();
     timer_push_beyond_max_is_refused();
     timer_wait_us_is_exact_and_capped();
-    timer_now_is_monotonic();
+    timer_now_is_the_monotonic_clock_in_microseconds();
     timer_in_order_deadlines_take_the_list();
     timer_random_operations_match_a_reference();
     return CHECK_DONE();
