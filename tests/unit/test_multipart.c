@@ -2,11 +2,14 @@
  * Unit tests for common/multipart: boundary extraction, then a table of bodies, each fed whole,
  * split in two at every byte, in three at every pair of positions (short bodies), one byte at a
  * time and in random 1-7 byte chunks; every way must give the same answer. Then the bodies that
- * real clients sent (tests/fixtures/multipart, directory given as argv[1]).
+ * real clients sent (tests/fixtures/multipart, directory given as argv[1]). Last, an oracle:
+ * generated forms whose answer is known by construction (tests/fuzz/mpform.h), parsed in random
+ * chunkings, whole and cut short.
  *
  * Usage: test_multipart FIXTURE_DIR
  */
 #include "multipart.h"
+#include "mpform.h"
 
 #include <dirent.h>
 #include <stdbool.h>
@@ -979,6 +982,78 @@ static void multipart_counts_real_clients_bodies(const char *dir)
     CHECK(n >= 3);
 }
 
+/* ---------------------------------------------------------------- generated forms (oracle) */
+
+static uint32_t pick_rng(void *ctx, uint32_t n)
+{
+    return (uint32_t)(rng_next(ctx) % n);
+}
+
+/*
+ * Forms with a random boundary, 1-8 parts (several "data", "token" and others), content dense in
+ * CR, LF, '-' and near-misses of the delimiter, each parsed in four random chunkings (whole, one
+ * byte at a time, small or large chunks, cuts around the delimiters): the parser must report the
+ * first data part's known size and bytes, the part count and names, and no error.
+ */
+static void multipart_counts_generated_forms_at_random_splits(void)
+{
+    static struct mpform form;
+    static struct mpform_plan plan;
+    uint64_t seed = 0x6d70666f726d3031u;
+    unsigned bad = 0, with_data = 0, bytes = 0;
+
+    for (int i = 0; i < 4000; i++) {
+        mpform_make(&form, pick_rng, &seed);
+        with_data += form.found;
+        bytes += (unsigned)form.len;
+        for (int k = 0; k < 4; k++) {
+            char why[256];
+
+            mpform_plan(&plan, &form, form.len, pick_rng, &seed);
+            if (mpform_check(&form, form.len, &plan, why, sizeof(why)) != 0 && ++bad <= 5) {
+                fprintf(stderr, "form %d (boundary \"%s\", %zu bytes), chunking %d: %s\n", i,
+                        form.boundary, form.len, k, why);
+            }
+        }
+    }
+    printf("oracle: 4000 forms (%u with a data part, %u bytes), 4 chunkings each: %u wrong\n",
+           with_data, bytes, bad);
+    CHECK_INT(bad, 0);
+    CHECK(with_data > 1000 && with_data < 4000);
+}
+
+/*
+ * The same forms cut short: before the close delimiter's "--" ends, finish reports
+ * MP_ERR_TRUNCATED, never a count; cut in the epilogue, the answer of the whole form.
+ */
+static void multipart_reports_truncated_generated_forms(void)
+{
+    static struct mpform form;
+    static struct mpform_plan plan;
+    uint64_t seed = 0x7472756e63617465u;
+    unsigned bad = 0, truncated = 0;
+
+    for (int i = 0; i < 2000; i++) {
+        mpform_make(&form, pick_rng, &seed);
+        for (int k = 0; k < 4; k++) {
+            /* Half the cuts land in the last 80 bytes, where the close delimiter is. */
+            size_t cut = k % 2 || form.len < 80 ? (size_t)(rng_next(&seed) % (form.len + 1))
+                                                : form.len - (size_t)(rng_next(&seed) % 80);
+            char why[256];
+
+            truncated += cut < form.close_end;
+            mpform_plan(&plan, &form, cut, pick_rng, &seed);
+            if (mpform_check(&form, cut, &plan, why, sizeof(why)) != 0 && ++bad <= 5) {
+                fprintf(stderr, "form %d (boundary \"%s\", %zu bytes), cut at %zu: %s\n", i,
+                        form.boundary, form.len, cut, why);
+            }
+        }
+    }
+    printf("oracle: 8000 cuts (%u before the close delimiter ends): %u wrong\n", truncated, bad);
+    CHECK_INT(bad, 0);
+    CHECK(truncated > 4000 && truncated < 8000);
+}
+
 int main(int argc, char **argv)
 {
     boundary_parse_table();
@@ -994,6 +1069,8 @@ int main(int argc, char **argv)
     multipart_init_refuses_bad_arguments();
     multipart_maps_errors_to_text_and_status();
     multipart_counts_large_part_in_big_chunks();
+    multipart_counts_generated_forms_at_random_splits();
+    multipart_reports_truncated_generated_forms();
     if (argc < 2) {
         fprintf(stderr, "usage: %s FIXTURE_DIR (tests/fixtures/multipart)\n", argv[0]);
         CHECK(argc >= 2);
