@@ -181,18 +181,10 @@ static struct MHD_Response *build_response(const struct plan *p)
 static int build_cache(struct mhd_server *srv, struct MHD_Response **cache)
 {
     for (size_t i = 0; i < srv->svc.routes.count; i++) {
-        const struct route *r = &srv->svc.routes.routes[i];
         struct plan p;
         cache[i] = NULL;
-        if (r->kind != ROUTE_STATIC || (r->delayed && !r->timing[0]))
+        if (route_cached_plan(&srv->svc.routes, i, &p) != 0)
             continue;
-        memset(&p, 0, sizeof p);
-        p.content_type = r->content_type;
-        p.body = r->body;
-        p.body_len = r->body_len;
-        p.timing = r->timing[0] ? r->timing : NULL;
-        p.headers = r->headers;
-        p.nheaders = r->nheaders;
         /* The body is the route table's static text: persistent, no copy. */
         cache[i] = MHD_create_response_from_buffer(p.body_len, (void *)(uintptr_t)p.body,
                                                    MHD_RESPMEM_PERSISTENT);
@@ -562,8 +554,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (rq->x.plan.action != PLAN_UPLOAD) {
-            /* Read and discarded: no other route needs a body. */
+        if (!rq->x.upload) {
+            /* Read and discarded: no other route needs a body. (An upload's plan turns into its
+             * answer once decided, so an upload is known by its parser, not by its plan.) */
             exchange_body_bytes(&rq->x, n);
             return MHD_YES;
         }
@@ -575,7 +568,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return MHD_NO;
         return MHD_YES;
     }
-    if (rq->x.plan.action == PLAN_UPLOAD) {
+    if (rq->x.upload) {
         if (rq->answered_early) /* the rest of the body was dropped; nothing more to say */
             return MHD_NO;
         if (rq->x.answered) /* answered from the headers alone */
