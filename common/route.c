@@ -417,10 +417,12 @@ static int apply_overrides(struct route_table *t, const struct route_request *rq
         }
         out->cacheable = 0;
     }
-    /* Answers that carry no body by definition. */
-    if (out->status < 200 || out->status == 204 || out->status == 304)
-        out->body_len = 0;
     return 0;
+}
+
+int route_status_bodiless(unsigned status)
+{
+    return status < 200 || status == 204 || status == 304;
 }
 
 /* Checks the plan's drip and fault against its body and turns a fault into the plan's action.
@@ -428,6 +430,9 @@ static int apply_overrides(struct route_table *t, const struct route_request *rq
 static int apply_shape(struct plan *out, enum config_fault fault)
 {
     char msg[160];
+    /* Answers that carry no body by definition, whether configured or asked for. */
+    if (route_status_bodiless(out->status))
+        out->body_len = 0;
     if ((out->drip.chunks || fault != CONFIG_FAULT_NONE) && out->action != PLAN_RESPOND) {
         route_plan_error(out, 400, "drip, fault: only on routes with a fixed answer (not /write)");
         return -1;
@@ -456,6 +461,42 @@ static int apply_shape(struct plan *out, enum config_fault fault)
         out->truncate = 1;
         break;
     }
+    return 0;
+}
+
+/* The route's own answer, before any per-request draw, override or shape. */
+static void plan_defaults(const struct route_table *t, size_t id, struct plan *out)
+{
+    const struct route *r = &t->routes[id];
+    out->route = r;
+    out->route_id = id;
+    out->stats_id = r->counted ? id : STATS_UNCOUNTED;
+    out->allow = NULL;
+    out->status = r->status;
+    out->content_type = r->content_type;
+    out->body = r->body;
+    out->body_len = route_status_bodiless(r->status) ? 0 : r->body_len;
+    out->headers = r->headers;
+    out->nheaders = r->nheaders;
+    out->action = r->kind == ROUTE_UPLOAD    ? PLAN_UPLOAD
+                  : r->kind == ROUTE_STATS   ? PLAN_STATS
+                  : r->kind == ROUTE_METRICS ? PLAN_METRICS
+                                             : PLAN_RESPOND;
+    out->cacheable = r->kind == ROUTE_STATIC && !r->drip.chunks && r->fault == CONFIG_FAULT_NONE;
+    out->delay_us = r->delayed && r->timing[0] ? r->delay.a_us : 0;
+    out->timing = r->delayed && r->timing[0] ? r->timing : NULL;
+    out->drip = r->drip;
+    out->truncate = 0;
+}
+
+int route_cached_plan(const struct route_table *t, size_t id, struct plan *out)
+{
+    if (id >= t->count)
+        return -1;
+    const struct route *r = &t->routes[id];
+    if (r->kind != ROUTE_STATIC || (r->delayed && !r->timing[0]))
+        return -1;
+    plan_defaults(t, id, out);
     return 0;
 }
 
@@ -506,29 +547,9 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
 
     size_t id = (size_t)(r - t->routes);
     uint64_t index = UINT64_MAX; /* taken from seq[id] when a draw needs it */
-    out->route = r;
-    out->route_id = id;
-    out->stats_id = r->counted ? id : STATS_UNCOUNTED;
-    out->status = r->status;
-    out->content_type = r->content_type;
-    out->body = r->body;
-    out->body_len = r->body_len;
-    out->headers = r->headers;
-    out->nheaders = r->nheaders;
-    out->action = r->kind == ROUTE_UPLOAD    ? PLAN_UPLOAD
-                  : r->kind == ROUTE_STATS   ? PLAN_STATS
-                  : r->kind == ROUTE_METRICS ? PLAN_METRICS
-                                             : PLAN_RESPOND;
-    out->cacheable = r->kind == ROUTE_STATIC && !r->drip.chunks && r->fault == CONFIG_FAULT_NONE;
-    out->delay_us = 0;
-    out->timing = NULL;
-    out->drip = r->drip;
-    out->truncate = 0;
+    plan_defaults(t, id, out);
     enum config_fault fault = r->fault;
-    if (r->delayed && r->timing[0]) {
-        out->delay_us = r->delay.a_us;
-        out->timing = r->timing;
-    } else if (r->delayed) {
+    if (r->delayed && !r->timing[0]) {
         /* A random delay: number the request within its route so the draw is reproducible. */
         char ms[32];
         index = atomic_fetch_add_explicit(&t->seq[id], 1, memory_order_relaxed);

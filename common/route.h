@@ -109,6 +109,10 @@ struct plan {
     char text[192]; /* storage for bodies built per request */
 };
 
+/* 1 if an answer with this status carries neither a body nor a Content-Length: 1xx, 204 and
+ * 304 (RFC 9110 sections 6.4.1, 8.6 and 15.4.5). The plan's body_len is 0 for them. */
+int route_status_bodiless(unsigned status);
+
 /* Where a lookup reads. */
 enum route_input {
     ROUTE_QUERY = 0, /* a query parameter, percent-decoded */
@@ -158,6 +162,12 @@ size_t route_stats_count(const struct route_table *t);
  * max_headers 431, an unknown path 404, a wrong method 405, an override out of
  * range 400, each with a JSON error body. Thread-safe. */
 void route_plan(struct route_table *t, const struct route_request *rq, struct plan *out);
+
+/* Fills *out with route `id`'s own answer (status, content type, body, headers, fixed
+ * Server-Timing) for an engine that builds that answer once and reuses it for every request whose
+ * plan is `cacheable`. Returns 0, or -1 if the route has no fixed answer (not a static route, or
+ * a random delay). Reads only the table: any thread, any time while the table lives. */
+int route_cached_plan(const struct route_table *t, size_t id, struct plan *out);
 
 /* Finds query parameter `name` in query[0..len) (the part after '?') and writes its
  * percent-decoded value into buf as a route_lookup_fn does. For engines whose library hands

@@ -125,7 +125,8 @@ static void start_answer(struct h2o_request *r, unsigned status, const char *con
     const struct plan *p = &r->x.plan;
     req->res.status = (int)status;
     req->res.reason = route_reason(status);
-    req->res.content_length = len;
+    /* SIZE_MAX: libh2o then sends no content-length (and no chunked coding for these). */
+    req->res.content_length = route_status_bodiless(status) ? SIZE_MAX : len;
     add_header(req, "Content-Type", content_type);
     if (p->timing)
         add_header(req, "Server-Timing", p->timing);
