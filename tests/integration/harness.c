@@ -26,9 +26,27 @@ double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static pid_t spawn(const char *bin, const char *const *pre, const char *const *args,
-                   const char *const *env, int *out_fd, int *err_fd)
+/* Formats v in decimal into buf (at least 21 bytes) without the C library: it runs in a child
+ * of a threaded process, between fork and exec, where only async-signal-safe calls belong. */
+static void format_pid(char *buf, long v)
 {
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0 && n < sizeof tmp);
+    while (n > 0)
+        *buf++ = tmp[--n];
+    *buf = '\0';
+}
+
+/* Forks and execs bin. With listen_fd >= 0 the child gets it as descriptor 3 and the socket
+ * activation variables LISTEN_FDS=1 and LISTEN_PID=<its own pid>. */
+static pid_t spawn(const char *bin, const char *const *pre, const char *const *args,
+                   const char *const *env, int listen_fd, int *out_fd, int *err_fd)
+{
+    static char listen_pid[40] = "LISTEN_PID=";
     int out[2], err[2];
     const char *argv[64];
     char *envp[256];
@@ -46,20 +64,32 @@ static pid_t spawn(const char *bin, const char *const *pre, const char *const *a
     for (char **p = environ; *p && e < 200; p++)
         if (strncmp(*p, "SLOWSRV_", 8) != 0)
             envp[e++] = *p;
-    for (size_t i = 0; env && env[i] && e < 254; i++)
+    for (size_t i = 0; env && env[i] && e < 252; i++)
         envp[e++] = (char *)(uintptr_t)env[i];
+    if (listen_fd >= 0) {
+        envp[e++] = (char *)(uintptr_t) "LISTEN_FDS=1";
+        envp[e++] = listen_pid;
+    }
     envp[e] = NULL;
 
     pid_t pid = fork();
     if (pid == 0) {
+        if (listen_fd >= 0)
+            format_pid(listen_pid + 11, (long)getpid());
         dup2(out[1], 1);
         dup2(err[1], 2);
         close(out[0]);
         close(err[0]);
         close(out[1]);
         close(err[1]);
+        int keep = 3;
+        if (listen_fd >= 0) {
+            if (listen_fd != 3)
+                dup2(listen_fd, 3);
+            keep = 4;
+        }
         /* Nothing of the test runner's (ctest's log files) leaks into the server. */
-        close_range(3, ~0U, 0);
+        close_range((unsigned)keep, ~0U, 0);
         execve(bin, (char *const *)(uintptr_t)argv, envp);
         fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
         _exit(127);
@@ -80,7 +110,7 @@ int server_start(struct server *s, const char *bin, const char *const *args, con
     int out_fd;
 
     memset(s, 0, sizeof *s);
-    s->pid = spawn(bin, pre, args, env, &out_fd, &s->err_fd);
+    s->pid = spawn(bin, pre, args, env, -1, &out_fd, &s->err_fd);
     if (s->pid < 0) {
         fprintf(stderr, "harness: cannot start %s\n", bin);
         return -1;
@@ -89,65 +119,34 @@ int server_start(struct server *s, const char *bin, const char *const *args, con
     return await_startup(s, bin);
 }
 
-static unsigned free_port(void)
+int server_start_activated(struct server *s, const char *bin, const char *const *args)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET};
     socklen_t len = sizeof sa;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    unsigned port = 0;
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-        port = ntohs(sa.sin_port);
-    close(fd);
-    return port;
-}
-
-int server_start_activated(struct server *s, const char *bin, const char *const *args)
-{
-    char addr[64];
     int out_fd;
-    unsigned port = free_port();
-    snprintf(addr, sizeof addr, "127.0.0.1:%u", port);
-    /* The activator hands the server only the variables it is told to: keep the sanitizers'. */
-    const char *pre[16];
-    size_t k = 0;
-    pre[k++] = "-l";
-    pre[k++] = addr;
-    static const char *const keep[] = {"ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS"};
-    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
-        if (getenv(keep[i])) {
-            pre[k++] = "-E";
-            pre[k++] = keep[i];
-        }
-    }
-    pre[k++] = bin;
-    pre[k] = NULL;
-
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     memset(s, 0, sizeof *s);
-    s->pid = spawn("/usr/bin/systemd-socket-activate", pre, args, NULL, &out_fd, &s->err_fd);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 128) != 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+        fprintf(stderr, "harness: cannot make a listening socket: %s\n", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    s->pid = spawn(bin, NULL, args, NULL, fd, &out_fd, &s->err_fd);
+    close(fd);
     if (s->pid < 0)
         return -1;
     close(out_fd);
-    /* The activator execs the server (same pid) at the first connection. */
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    double deadline = now_seconds() + 5;
-    for (;;) {
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
-        close(fd);
-        if (rc == 0)
-            break;
-        if (now_seconds() > deadline) {
-            fprintf(stderr, "harness: systemd-socket-activate never listened on %s\n", addr);
-            kill(s->pid, SIGKILL);
-            waitpid(s->pid, NULL, 0);
-            return -1;
-        }
-        usleep(10000);
+    if (await_startup(s, bin) != 0)
+        return -1;
+    if (s->port != ntohs(sa.sin_port)) {
+        fprintf(stderr, "harness: the server says port %u, the socket it was handed is %u\n",
+                s->port, ntohs(sa.sin_port));
+        return -1;
     }
-    return await_startup(s, bin);
+    return 0;
 }
 
 static int await_startup(struct server *s, const char *bin)
@@ -243,7 +242,7 @@ int run_to_exit(const char *bin, const char *const *args, const char *const *env
                 size_t outlen, char *err, size_t errlen)
 {
     int out_fd, err_fd;
-    pid_t pid = spawn(bin, NULL, args, env, &out_fd, &err_fd);
+    pid_t pid = spawn(bin, NULL, args, env, -1, &out_fd, &err_fd);
     if (pid < 0)
         return -1;
     int rc = wait_exit(pid, 10000);
@@ -305,15 +304,23 @@ static CURL *easy_for(const struct target *t, const char *method, const char *pa
     curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+    if (t->timeout_ms > 0)
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, t->timeout_ms);
+    else
+        curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     return c;
+}
+
+void *http_easy(const struct target *t, const char *method, const char *path, struct reply *r)
+{
+    return easy_for(t, method, path, r);
 }
 
 int http_request(unsigned port, const char *method, const char *path, const char *body,
                  const char *const *headers, struct reply *r)
 {
-    struct target t = {port, 0, 0};
+    struct target t = {port, 0, 0, 0};
     return http_request_to(&t, method, path, body, headers, r, NULL);
 }
 
@@ -366,7 +373,7 @@ const char *reply_header(const struct reply *r, const char *name, char *buf, siz
 double http_concurrent(unsigned port, const char *path, size_t n, long *status, double *seconds,
                        int *body_ok, const char *want_body)
 {
-    struct target t = {port, 0, 0};
+    struct target t = {port, 0, 0, 0};
     return http_concurrent_to(&t, path, n, n, status, seconds, body_ok, want_body);
 }
 
@@ -390,9 +397,7 @@ double http_concurrent_to(const struct target *t, const char *path, size_t n, si
         easies[i] = easy_for(t, "GET", path, &replies[i]);
         if (multiplex)
             curl_easy_setopt(easies[i], CURLOPT_PIPEWAIT, 1L);
-        if (getenv("ITEST_TIMEOUT_MS"))
-            curl_easy_setopt(easies[i], CURLOPT_TIMEOUT_MS, atol(getenv("ITEST_TIMEOUT_MS")));
-        else if (max_conns >= n) /* a connection of its own each, opened at once */
+        if (!t->timeout_ms && max_conns >= n) /* a connection of its own each, opened at once */
             curl_easy_setopt(easies[i], CURLOPT_FRESH_CONNECT, 1L);
         curl_easy_setopt(easies[i], CURLOPT_PRIVATE, (void *)&replies[i]);
         curl_multi_add_handle(m, easies[i]);
@@ -416,7 +421,7 @@ double http_concurrent_to(const struct target *t, const char *path, size_t n, si
     return wall;
 }
 
-size_t abandon_requests(unsigned port, const char *path, size_t n, int hold_ms)
+int *open_requests(unsigned port, const char *path, size_t n, size_t *sent_out)
 {
     int *fds = calloc(n, sizeof *fds);
     char req[256];
@@ -440,12 +445,16 @@ size_t abandon_requests(unsigned port, const char *path, size_t n, int hold_ms)
         if (write(fds[i], req, (size_t)len) == len)
             sent++;
     }
-    usleep((useconds_t)hold_ms * 1000);
-    for (size_t i = 0; i < n; i++)
+    *sent_out = sent;
+    return fds;
+}
+
+void close_requests(int *fds, size_t n)
+{
+    for (size_t i = 0; fds && i < n; i++)
         if (fds[i] >= 0)
             close(fds[i]);
     free(fds);
-    return sent;
 }
 
 struct gen {

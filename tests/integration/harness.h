@@ -21,9 +21,10 @@ struct server {
 int server_start(struct server *s, const char *bin, const char *const *args,
                  const char *const *env);
 
-/* Starts `bin` with `args` under systemd-socket-activate on a free loopback port (socket
- * activation, LISTEN_FDS), connects once to make it exec the server, and waits for the startup
- * line as server_start does. */
+/* Starts `bin` with `args` the way systemd's socket activation does: the harness makes the
+ * listening socket on 127.0.0.1 port 0 itself and hands it over as descriptor 3 with
+ * LISTEN_FDS=1 and LISTEN_PID (no port number changes hands, so no other process can take it in
+ * between), then waits for the startup line as server_start does. */
 int server_start_activated(struct server *s, const char *bin, const char *const *args);
 
 /* Sends SIGTERM and waits up to `wait_ms` for the exit; after that SIGKILLs it. Returns the exit
@@ -55,7 +56,12 @@ struct target {
     unsigned port;
     int tls;
     long http_version;
+    long timeout_ms; /* the client gives up on each request after this (0: 30 s) */
 };
+
+/* A libcurl handle for `method` `path` on target t that fills r as http_request_to does, for
+ * callers that drive several at once (curl multi). The caller cleans it up. */
+void *http_easy(const struct target *t, const char *method, const char *path, struct reply *r);
 
 /* One request as http_request, to target t; *version_out gets the HTTP version used
  * (CURL_HTTP_VERSION_1_1 or CURL_HTTP_VERSION_2_0) if not NULL. */
@@ -100,9 +106,12 @@ const char *reply_header(const struct reply *r, const char *name, char *buf, siz
 double http_concurrent(unsigned port, const char *path, size_t n, long *status, double *seconds,
                        int *body_ok, const char *want_body);
 
-/* Opens n TCP connections, sends "GET path" on each, waits hold_ms, then closes them all
- * without reading. Returns the number of requests sent. */
-size_t abandon_requests(unsigned port, const char *path, size_t n, int hold_ms);
+/* Opens n TCP connections and sends "GET path" on each; *sent gets how many were sent. Returns
+ * the n descriptors (-1 where a connection failed), for close_requests. */
+int *open_requests(unsigned port, const char *path, size_t n, size_t *sent);
+
+/* Closes the n descriptors of open_requests without reading, and frees the array. */
+void close_requests(int *fds, size_t n);
 
 /* Monotonic seconds. */
 double now_seconds(void);

@@ -6,6 +6,9 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <dirent.h>
+#include <netdb.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <libgen.h>
 #include <math.h>
 #include <poll.h>
@@ -56,6 +59,61 @@ static const char *write_file(const char *name, const char *text)
     return path;
 }
 
+static double json_number(const cJSON *o, const char *path)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *tok = strtok(buf, "."); tok && o; tok = strtok(NULL, "."))
+        o = cJSON_GetObjectItemCaseSensitive(o, tok);
+    return cJSON_IsNumber(o) ? o->valuedouble : -1;
+}
+
+static const struct target *h1(const struct server *s)
+{
+    static struct target t;
+    t = (struct target){s->port, 0, CURL_HTTP_VERSION_1_1, 0};
+    return &t;
+}
+
+/* GET /stats once nothing is in flight any more (at most 3 s): a request's counters move when
+ * its engine is done with it, which can be just after its client has the answer. */
+static cJSON *settled_stats(const struct target *t)
+{
+    struct reply r;
+    cJSON *j = NULL;
+    double t0 = now_seconds();
+    do {
+        cJSON_Delete(j);
+        http_request_to(t, "GET", "/stats", NULL, NULL, &r, NULL);
+        j = cJSON_Parse(r.body);
+        if (json_number(j, "in_flight") == 0)
+            break;
+        usleep(20 * 1000);
+    } while (now_seconds() - t0 < 3);
+    return j;
+}
+
+/* Polls /stats until the number at `path` is `want` (at most `timeout` seconds): the way a test
+ * waits for the server to reach a state, never a sleep. Returns the last value seen. */
+static double await_stat(const struct target *t, const char *path, double want, double timeout)
+{
+    struct reply *r = malloc(sizeof *r);
+    double v = -1, t0 = now_seconds();
+    for (; r;) {
+        http_request_to(t, "GET", "/stats", NULL, NULL, r, NULL);
+        cJSON *j = cJSON_Parse(r->body);
+        v = json_number(j, path);
+        cJSON_Delete(j);
+        if (v == want || now_seconds() - t0 > timeout)
+            break;
+        usleep(10 * 1000);
+    }
+    free(r);
+    if (v != want)
+        fprintf(stderr, "await_stat: %s is %.0f after %.1f s, want %.0f\n", path, v, timeout, want);
+    return v;
+}
+
 /* Every built-in route answers exact bytes, status, Content-Type and Content-Length. */
 static void routes_answer_exact_bytes(void)
 {
@@ -104,6 +162,16 @@ static void routes_answer_exact_bytes(void)
     stop_expect_clean(&s);
 }
 
+/* Timing windows. A delayed answer never comes before its delay: the client's clock starts
+ * before the server's (connect and send come first), so the lower bound is the delay itself,
+ * exactly. The upper bounds are what a real bug crosses and scheduling on this 2-core machine
+ * does not: a lone request is answered within LONE_SLACK of its delay (measured idle: under
+ * 3 ms; with ctest -j2 and both cores loaded by other processes: under 40 ms), so a wake-up
+ * missed by one 100 ms loop tick, or a delay run twice, fails. A batch of concurrent requests
+ * opened at once by one client thread adds the client's own connect time. */
+#define LONE_SLACK 0.09
+#define BATCH_SLACK 0.35
+
 /* GET path, alone on a new connection, answers 200 `want` within [lo, hi] seconds. */
 static void answers_within(unsigned port, const char *path, const char *want, double lo, double hi)
 {
@@ -135,12 +203,17 @@ static void all_answered_within(size_t n, const long *status, const double *secs
                 slowest);
 }
 
-/* One request on /test with --delay 300ms takes 300 ms. */
+/* One request on /test with --delay 300ms takes 300 ms, never less, and so does a 20 ms one:
+ * five in a row, each on a new connection. */
 static void delay_alone_takes_its_time(void)
 {
     struct server s;
     START(&s, "--delay", "300ms");
-    answers_within(s.port, "/test", "ok", 0.29, 0.39);
+    for (int i = 0; i < 3; i++)
+        answers_within(s.port, "/test", "ok", 0.3, 0.3 + LONE_SLACK);
+    for (int i = 0; i < 5; i++)
+        answers_within(s.port, "/test?delay=20ms", "ok", 0.02, 0.02 + LONE_SLACK);
+    answers_within(s.port, "/test?delay=1s", "ok", 1.0, 1.0 + LONE_SLACK);
     stop_expect_clean(&s);
 }
 
@@ -158,9 +231,9 @@ static void concurrent_delays(const char *model)
     }
     CHECK(strstr(s.startup, model) != NULL);
     /* Alone, a request takes its delay and less than a loop tick (100 ms) more. */
-    answers_within(s.port, "/test", "ok", 0.29, 0.39);
+    answers_within(s.port, "/test", "ok", 0.3, 0.3 + LONE_SLACK);
     http_concurrent(s.port, "/test", 200, status, secs, ok, "ok");
-    all_answered_within(200, status, secs, ok, 0.25, 0.9);
+    all_answered_within(200, status, secs, ok, 0.3, 0.3 + BATCH_SLACK);
     stop_expect_clean(&s);
 }
 
@@ -355,14 +428,14 @@ static void drip_across_stop(const char *model)
     }
     http_request(s.port, "GET", "/echo?drip=2,300ms", NULL, NULL, &r);
     CHECK_STR(r.body, "OK");
-    if (r.seconds < 0.28 || r.seconds > 0.8 || r.body_writes != 2)
+    if (r.seconds < 0.3 || r.seconds > 0.3 + LONE_SLACK || r.body_writes != 2)
         CHECK_FAIL_("drip=2,300ms: %.3f s in %u pieces", r.seconds, r.body_writes);
     memset(&l, 0, sizeof l);
     l.port = s.port;
     l.path = "/test?drip=2,5s";
     l.n = 3;
     pthread_create(&th, NULL, run_load, &l);
-    usleep(300 * 1000);
+    CHECK_INT(await_stat(h1(&s), "in_flight", 3, 5), 3);
     double t0 = now_seconds();
     CHECK_INT(server_stop(&s, 10000, NULL, 0), 0);
     double took = now_seconds() - t0;
@@ -390,7 +463,7 @@ static void sigterm_drains_delayed(const char *model)
     l.port = s.port;
     l.n = 100;
     pthread_create(&th, NULL, run_load, &l);
-    usleep(400 * 1000);
+    CHECK_INT(await_stat(h1(&s), "waiting", 100, 5), 100);
     double t0 = now_seconds();
     CHECK_INT(server_stop(&s, 10000, NULL, 0), 0);
     double took = now_seconds() - t0;
@@ -403,55 +476,19 @@ static void sigterm_drains_delayed(const char *model)
         CHECK_FAIL_("drain took %.2f s for 1 s delays", took);
 }
 
-static double json_number(const cJSON *o, const char *path)
-{
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *tok = strtok(buf, "."); tok && o; tok = strtok(NULL, "."))
-        o = cJSON_GetObjectItemCaseSensitive(o, tok);
-    return cJSON_IsNumber(o) ? o->valuedouble : -1;
-}
-
-static const struct target *h1(const struct server *s)
-{
-    static struct target t;
-    t = (struct target){s->port, 0, CURL_HTTP_VERSION_1_1};
-    return &t;
-}
-
-/* GET /stats once nothing is in flight any more (at most 3 s): a request's counters move when
- * its engine is done with it, which can be just after its client has the answer. */
-static cJSON *settled_stats(const struct target *t)
-{
-    struct reply r;
-    cJSON *j = NULL;
-    double t0 = now_seconds();
-    do {
-        cJSON_Delete(j);
-        http_request_to(t, "GET", "/stats", NULL, NULL, &r, NULL);
-        j = cJSON_Parse(r.body);
-        if (json_number(j, "in_flight") == 0)
-            break;
-        usleep(20 * 1000);
-    } while (now_seconds() - t0 < 3);
-    return j;
-}
-
 /* 1000 clients that leave while waiting are counted as cancels; the server goes on serving and
  * (under the sanitizer build) exits without a leak. */
 static void abandoned_waits_are_cancelled(void)
 {
     struct server s;
-    struct reply r;
-    START(&s, "--delay", "500ms");
-    size_t sent = abandon_requests(s.port, "/test", 1000, 300);
+    START(&s, "--delay", "1s");
+    size_t sent = 0;
+    int *fds = open_requests(s.port, "/test", 1000, &sent);
     CHECK_INT(sent, 1000);
-    http_request(s.port, "GET", "/test", NULL, NULL, &r);
-    CHECK_INT(r.status, 200);
-    CHECK_STR(r.body, "ok");
-    if (r.seconds > 1.5)
-        CHECK_FAIL_("honest request took %.3f s beside abandoned ones", r.seconds);
-    usleep(300 * 1000);
+    /* Every one of them is waiting on the server before its client leaves. */
+    CHECK_INT(await_stat(h1(&s), "waiting", 1000, 5), 1000);
+    close_requests(fds, 1000);
+    answers_within(s.port, "/test?delay=100ms", "ok", 0.1, 0.1 + BATCH_SLACK);
     cJSON *j = settled_stats(h1(&s));
     CHECK(j != NULL);
     CHECK_INT(json_number(j, "cancels"), 1000);
@@ -690,7 +727,7 @@ struct uploader {
 static void *run_upload(void *arg)
 {
     struct uploader *u = arg;
-    struct target t = {u->port, 0, CURL_HTTP_VERSION_1_1};
+    struct target t = {u->port, 0, CURL_HTTP_VERSION_1_1, 0};
     struct part p[] = {{"token", NULL, "t", 0}, {"data", "f", NULL, u->size}};
     http_upload(&t, "/write", p, 2, &u->r, 0);
     return NULL;
@@ -801,7 +838,7 @@ static void tls_serves_https(void)
         return;
     }
     CHECK(strstr(s.startup, "listening on https://127.0.0.1:") != NULL);
-    struct target t = {s.port, 1, CURL_HTTP_VERSION_1_1};
+    struct target t = {s.port, 1, CURL_HTTP_VERSION_1_1, 0};
     http_request_to(&t, "GET", "/test", NULL, NULL, &r, &version);
     CHECK_INT(r.status, 200);
     CHECK_STR(r.body, "ok");
@@ -827,7 +864,7 @@ static void h2c_prior_knowledge_and_upgrade(void)
     START(&s, "--delay", "50ms");
     static const long modes[] = {CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE, CURL_HTTP_VERSION_2_0};
     for (size_t m = 0; m < 2; m++) {
-        struct target t = {s.port, 0, modes[m]};
+        struct target t = {s.port, 0, modes[m], 0};
         long version = 0;
         http_request_to(&t, "GET", "/test", NULL, NULL, &r, &version);
         CHECK_INT(version, CURL_HTTP_VERSION_2_0);
@@ -857,7 +894,7 @@ static void h2_over_tls_by_alpn(void)
         CHECK_FAIL_("%s", "server did not start");
         return;
     }
-    struct target t = {s.port, 1, CURL_HTTP_VERSION_2_0};
+    struct target t = {s.port, 1, CURL_HTTP_VERSION_2_0, 0};
     http_request_to(&t, "GET", "/test", NULL, NULL, &r, &version);
     CHECK_INT(version, CURL_HTTP_VERSION_2_0);
     CHECK_STR(r.body, "ok");
@@ -887,9 +924,9 @@ static void h2_thousand_streams_on_ten_connections(void)
         CHECK_FAIL_("%s", "server did not start");
         return;
     }
-    struct target t = {s.port, 1, CURL_HTTP_VERSION_2_0};
+    struct target t = {s.port, 1, CURL_HTTP_VERSION_2_0, 0};
     double wall = http_concurrent_to(&t, "/test", 1000, 10, status, secs, ok, "ok");
-    all_answered_within(1000, status, secs, ok, 0.25, 1.5);
+    all_answered_within(1000, status, secs, ok, 0.3, 0.3 + 2 * BATCH_SLACK);
     if (wall > 2.0)
         CHECK_FAIL_("1000 streams took %.2f s", wall);
     stop_expect_clean(&s);
@@ -906,11 +943,10 @@ static void h2_reset_streams_cancel_at_once(void)
         CHECK_FAIL_("%s", "server did not start");
         return;
     }
-    struct target t = {s.port, 1, CURL_HTTP_VERSION_2_0};
-    /* The multi handle gives up on every stream after 300 ms (CURLOPT_TIMEOUT_MS below 5 s). */
-    setenv("ITEST_TIMEOUT_MS", "300", 1);
+    /* The client gives up on every stream after 300 ms, long before the 5 s delay. */
+    struct target t = {s.port, 1, CURL_HTTP_VERSION_2_0, 300};
     http_concurrent_to(&t, "/test", 100, 2, status, secs, ok, "ok");
-    unsetenv("ITEST_TIMEOUT_MS");
+    t.timeout_ms = 0;
     cJSON *j = settled_stats(&t);
     CHECK_INT(json_number(j, "cancels"), 100);
     CHECK_INT(json_number(j, "waiting"), 0);
@@ -926,13 +962,13 @@ static void h2_drip_and_faults(void)
     struct server s;
     struct reply r;
     START(&s, "--delay", "50ms");
-    struct target t = {s.port, 0, CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE};
+    struct target t = {s.port, 0, CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE, 0};
     long version = 0;
     http_request_to(&t, "GET", "/test?size=1000&drip=4,800ms", NULL, NULL, &r, &version);
     CHECK_INT(version, CURL_HTTP_VERSION_2_0);
     CHECK_INT(r.curl_code, 0);
     CHECK_INT(r.body_len, 1000);
-    if (r.seconds < 0.83 || r.seconds > 1.4 || r.body_writes < 4)
+    if (r.seconds < 0.85 || r.seconds > 0.85 + LONE_SLACK || r.body_writes < 4)
         CHECK_FAIL_("h2 drip=4,800ms: %.3f s in %u pieces", r.seconds, r.body_writes);
     http_request_to(&t, "GET", "/test?size=100&fault=truncate", NULL, NULL, &r, NULL);
     CHECK_INT(r.curl_code, CURLE_HTTP2_STREAM);
@@ -1019,7 +1055,7 @@ static void overrides_shape_each_request(void)
     http_request(s.port, "GET", "/echo?delay=200ms", NULL, NULL, &r);
     CHECK_STR(r.body, "OK");
     CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), "delay;dur=200");
-    if (r.seconds < 0.18 || r.seconds > 0.6)
+    if (r.seconds < 0.2 || r.seconds > 0.2 + LONE_SLACK)
         CHECK_FAIL_("?delay=200ms took %.3f s", r.seconds);
     http_request(s.port, "GET", "/echo?status=418", NULL, NULL, &r);
     CHECK_INT(r.status, 418);
@@ -1072,16 +1108,16 @@ static void drip_and_faults(void)
     CHECK_STR(reply_header(&r, "Content-Length", h, sizeof h), "1000");
     CHECK_INT(strncmp(r.body, "slowsrv filler", 14), 0);
     /* Headers after the delay, the first chunk 200 ms later, the last 1 s after the headers. */
-    if (r.first_body_at < 0.27 || r.first_body_at > 0.6)
+    if (r.first_body_at < 0.3 || r.first_body_at > 0.3 + LONE_SLACK)
         CHECK_FAIL_("first chunk after %.3f s, want about 0.3 s", r.first_body_at);
-    if (r.seconds < 1.08 || r.seconds > 1.6)
+    if (r.seconds < 1.1 || r.seconds > 1.1 + LONE_SLACK)
         CHECK_FAIL_("drip=5,1s after 100 ms took %.3f s, want about 1.1 s", r.seconds);
     if (r.body_writes < 5)
         CHECK_FAIL_("body came in %u pieces, want 5 chunks", r.body_writes);
     const char *drip_hdr[] = {"X-Slowsrv-Drip: 2,400ms", NULL};
     http_request(s.port, "GET", "/echo", NULL, drip_hdr, &r);
     CHECK_STR(r.body, "OK");
-    if (r.seconds < 0.38 || r.seconds > 0.9)
+    if (r.seconds < 0.4 || r.seconds > 0.4 + LONE_SLACK)
         CHECK_FAIL_("X-Slowsrv-Drip: 2,400ms took %.3f s", r.seconds);
 
     static const struct {
@@ -1105,9 +1141,9 @@ static void drip_and_faults(void)
         CHECK_INT(r.status, faults[i].status);
         CHECK_INT(r.body_len, faults[i].body_len);
         /* Faults come after the delay, as a server failing mid-work would. */
-        if (r.seconds < 0.09)
-            CHECK_FAIL_("%s came after %.3f s, before the 100 ms delay", faults[i].target,
-                        r.seconds);
+        if (r.seconds < 0.1 || r.seconds > 0.1 + LONE_SLACK + (i == 3 ? 0.2 : 0))
+            CHECK_FAIL_("%s came after %.3f s, want the 100 ms delay (plus half the drip)",
+                        faults[i].target, r.seconds);
     }
 
     static const struct {
@@ -1167,7 +1203,7 @@ static void config_routes_drip_fail_and_pool(void)
     }
     http_request(s.port, "GET", "/slow-body", NULL, NULL, &r);
     CHECK_STR(r.body, "0123456789");
-    if (r.seconds < 0.48 || r.seconds > 1.0 || r.body_writes < 5)
+    if (r.seconds < 0.5 || r.seconds > 0.5 + LONE_SLACK || r.body_writes < 5)
         CHECK_FAIL_("drip 5,500ms: %.3f s in %u pieces", r.seconds, r.body_writes);
     http_request(s.port, "GET", "/broken", NULL, NULL, &r);
     CHECK_INT(r.curl_code, CURLE_RECV_ERROR);
@@ -1217,7 +1253,10 @@ static void config_routes_are_served(void)
     CHECK_STR(reply_header(&r, "Content-Type", h, sizeof h), "application/json");
     CHECK_STR(reply_header(&r, "X-Backend", h, sizeof h), "slowsrv");
     CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), "delay;dur=150");
-    CHECK(r.seconds >= 0.14);
+    if (r.seconds < 0.15 || r.seconds > 0.15 + LONE_SLACK)
+        CHECK_FAIL_("a 150 ms route answered in %.3f s", r.seconds);
+    else
+        check_passed++;
     http_request(s.port, "GET", "/api/orders", NULL, NULL, &r);
     CHECK_INT(r.status, 405);
     http_request(s.port, "GET", "/test", NULL, NULL, &r);
@@ -1236,6 +1275,7 @@ static void error_rate_injects_errors(void)
 {
     struct server s;
     struct reply r;
+    char h[64];
     START(&s, "--error-rate", "1", "--error-status", "502");
     http_request(s.port, "GET", "/echo", NULL, NULL, &r);
     CHECK_INT(r.status, 502);
@@ -1244,16 +1284,35 @@ static void error_rate_injects_errors(void)
     CHECK_INT(r.status, 200);
     stop_expect_clean(&s);
 
+    /* An injected error on a delayed route comes after the delay and says so. */
+    START(&s, "--error-rate", "1", "--delay", "50ms");
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_INT(r.status, 503);
+    CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), "delay;dur=50");
+    if (r.seconds < 0.05 || r.seconds > 0.05 + LONE_SLACK)
+        CHECK_FAIL_("an injected error after a 50 ms delay came in %.3f s", r.seconds);
+    else
+        check_passed++;
+    stop_expect_clean(&s);
+
+    /* Seeded, which requests fail is known exactly: the same on every run and both binaries.
+     * Changing these figures breaks every user's recorded runs (a deliberate, documented
+     * break, never a test to update in passing). */
     START(&s, "--error-rate", "0.3", "--seed", "5", "--delay", "0");
     unsigned errors = 0;
+    char pattern[25] = {0};
     for (int i = 0; i < 300; i++) {
         http_request(s.port, "GET", "/test", NULL, NULL, &r);
         errors += r.status == 503;
+        if (i < 24)
+            pattern[i] = r.status == 503 ? 'E' : r.status == 200 ? '.' : '?';
     }
-    if (errors < 60 || errors > 120)
-        CHECK_FAIL_("%u of 300 errors at rate 0.3", errors);
-    else
-        check_passed++;
+    CHECK_INT(errors, 98);
+    CHECK_STR(pattern, "EEE.EEE.EE..E..E........");
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "routes./test.status.503"), 98);
+    CHECK_INT(json_number(j, "routes./test.status.200"), 202);
+    cJSON_Delete(j);
     stop_expect_clean(&s);
 }
 
@@ -1273,26 +1332,42 @@ static void timings_of(const char *binary, const char *const *args, char out[][3
     stop_expect_clean(&s);
 }
 
-/* --seed: request i of a route gets the same delay on every run and on both binaries. */
+/* --seed: request i of a route gets the same delay on every run and on both binaries, and the
+ * same as in every earlier release: these are golden values (the README prints the first
+ * log-normal one). A change here breaks every user's recorded runs: make it only on purpose,
+ * and say so in the release notes. */
 static void seeded_delays_repeat_across_runs_and_binaries(void)
 {
+    static const char *const uniform_42[8] = {
+        "delay;dur=8.825",  "delay;dur=34.726", "delay;dur=1.888", "delay;dur=3.934",
+        "delay;dur=30.775", "delay;dur=23.885", "delay;dur=5.391", "delay;dur=14.82"};
+    static const char *const readme_lognormal_7[5] = {"delay;dur=324.674", "delay;dur=376.993",
+                                                      "delay;dur=214.798", "delay;dur=117.003",
+                                                      "delay;dur=57.556"};
     const char *args[] = {"--seed", "42", "--delay", "1ms..40ms", NULL};
     const char *other[] = {"--seed", "43", "--delay", "1ms..40ms", NULL};
+    const char *readme[] = {"--seed", "7", "--delay", "lognormal:200ms,0.5", NULL};
+    const char *binaries[2] = {bin, other_bin ? other_bin : bin};
     char a[8][32], b[8][32], c[8][32], d[8][32];
+    if (!other_bin)
+        CHECK_FAIL_("%s", "needs the second binary as third argument");
     timings_of(bin, args, a, 8);
     timings_of(bin, args, b, 8);
-    timings_of(other_bin ? other_bin : bin, args, c, 8);
+    timings_of(binaries[1], args, c, 8);
     timings_of(bin, other, d, 8);
-    int differ = 0, distinct = 0;
+    int differ = 0;
     for (size_t i = 0; i < 8; i++) {
-        CHECK_STR(a[i], b[i]);
-        CHECK_STR(a[i], c[i]);
+        CHECK_STR(a[i], uniform_42[i]);
+        CHECK_STR(b[i], uniform_42[i]);
+        CHECK_STR(c[i], uniform_42[i]);
         differ += strcmp(a[i], d[i]) != 0;
-        distinct += i > 0 && strcmp(a[i], a[i - 1]) != 0;
-        CHECK(strncmp(a[i], "delay;dur=", 10) == 0);
     }
     CHECK(differ >= 6);
-    CHECK(distinct >= 6);
+    for (size_t k = 0; k < 2; k++) {
+        timings_of(binaries[k], readme, a, 5);
+        for (size_t i = 0; i < 5; i++)
+            CHECK_STR(a[i], readme_lognormal_7[i]);
+    }
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -1317,11 +1392,11 @@ static void workers_serve_in_waves(const char *model)
         return;
     }
     for (int i = 0; i < 3; i++)
-        answers_within(s.port, "/test", "ok", 0.045, 0.12);
+        answers_within(s.port, "/test", "ok", 0.05, 0.05 + LONE_SLACK);
     /* The worker is free once the last byte is handed over, also after a drip: one client's
      * requests in a row never meet a 503. */
     for (int i = 0; i < 3; i++)
-        answers_within(s.port, "/test?drip=2,100ms", "ok", 0.14, 0.25);
+        answers_within(s.port, "/test?drip=2,100ms", "ok", 0.15, 0.15 + LONE_SLACK);
     stop_expect_clean(&s);
 
     const char *args[] = {"--workers", "10",      "--queue", "100", "--delay",
@@ -1331,11 +1406,13 @@ static void workers_serve_in_waves(const char *model)
         return;
     }
     http_concurrent(s.port, "/test", 50, status, secs, ok, "ok");
+    /* Wave w (1..5) answers no earlier than w delays, and within half a delay after that. */
     unsigned good = 0, waves[6] = {0};
     for (size_t i = 0; i < 50; i++) {
         good += status[i] == 200 && ok[i];
-        long w = lround(secs[i] / 0.2);
-        waves[w >= 1 && w <= 5 ? w : 0]++;
+        long w = (long)floor(secs[i] / 0.2);
+        int on_time = w >= 1 && w <= 5 && secs[i] - 0.2 * (double)w < 0.1;
+        waves[on_time ? w : 0]++;
     }
     CHECK_INT(good, 50);
     for (size_t w = 1; w <= 5; w++)
@@ -1420,10 +1497,27 @@ static void example_configs_check(void)
         CHECK_FAIL_("%s", "server did not start");
         return;
     }
-    http_request(s.port, "GET", "/api/health", NULL, NULL, &r);
-    CHECK(r.status == 200 || r.status == 503);
-    http_request(s.port, "POST", "/api/orders", "{}", NULL, &r);
-    CHECK(r.status == 201 || r.status == 503);
+    /* Seeded (seed 1): the same answers on every run and on both binaries. */
+    static const char *const orders_timing[3] = {"delay;dur=289.195", "delay;dur=188.229",
+                                                 "delay;dur=221.574"};
+    char h[64];
+    for (int i = 0; i < 3; i++) {
+        http_request(s.port, "GET", "/api/health", NULL, NULL, &r);
+        CHECK_INT(r.status, 200);
+        CHECK_STR(r.body, "{\"status\": \"up\"}");
+        http_request(s.port, "POST", "/api/orders", "{}", NULL, &r);
+        CHECK_INT(r.status, 201);
+        CHECK_STR(r.body, "{\"id\": 42, \"status\": \"created\"}");
+        CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), orders_timing[i]);
+        CHECK_STR(reply_header(&r, "Cache-Control", h, sizeof h), "no-store");
+    }
+    http_request(s.port, "GET", "/api/orders/42", NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), "delay;dur=10");
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "routes./api/orders.status.201"), 3);
+    CHECK_INT(json_number(j, "routes./api/health.status.200"), 3);
+    cJSON_Delete(j);
     stop_expect_clean(&s);
 }
 
@@ -1621,7 +1715,7 @@ static void hostile_slowloris_2000(void)
     CHECK_INT(open_ok, 2000);
     pthread_create(&th, NULL, run_trickle, &t);
     for (int i = 0; i < 10; i++)
-        answers_within(s.port, "/test", "ok", 0.09, 0.8);
+        answers_within(s.port, "/test", "ok", 0.1, 0.1 + BATCH_SLACK);
     t.stop = 1;
     pthread_join(th, NULL);
     for (size_t i = 0; i < t.n; i++)
@@ -1649,7 +1743,7 @@ static void hostile_header_timeout_cuts_slowloris(void)
     }
     double t0 = now_seconds();
     pthread_create(&th, NULL, run_trickle, &t);
-    answers_within(s.port, "/test", "ok", 0.09, 0.8);
+    answers_within(s.port, "/test", "ok", 0.1, 0.1 + BATCH_SLACK);
     while (now_seconds() - t0 < 0.6)
         usleep(20 * 1000);
     size_t early = 0;
@@ -1667,7 +1761,7 @@ static void hostile_header_timeout_cuts_slowloris(void)
     }
     CHECK_INT(early, 0);
     CHECK_INT(cut, 200);
-    answers_within(s.port, "/test", "ok", 0.09, 0.8);
+    answers_within(s.port, "/test", "ok", 0.1, 0.1 + BATCH_SLACK);
     cJSON *j = settled_stats(h1(&s));
     if (json_number(j, "connections.open") > 2)
         CHECK_FAIL_("%.0f connections still open", json_number(j, "connections.open"));
@@ -1854,11 +1948,23 @@ static void hostile_oversized_and_garbage(void)
     snprintf(req + n + 100000, sizeof req - (size_t)n - 100000, "\r\n\r\n");
     raw_exchange(s.port, req, strlen(req), out, sizeof out);
     CHECK(strncmp(out, "HTTP/1.1 431", 12) == 0);
+    /* A line with no target and version is not HTTP: slowsrv-h2o answers 400; libmicrohttpd
+     * 0.9.75 closes such a connection before slowsrv sees a request, so slowsrv closes it, at
+     * once, without an answer (README, engine notes). Either way nothing is left open. */
     static const char tls_hello[] = "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage\r\n\r\n";
-    raw_exchange(s.port, tls_hello, sizeof tls_hello - 1, out, sizeof out);
-    CHECK(out[0] == '\0' || strncmp(out, "HTTP/1.1 400", 12) == 0);
-    raw_exchange(s.port, "GARBAGE\r\n\r\n", 11, out, sizeof out);
-    CHECK(out[0] == '\0' || strncmp(out, "HTTP/1.1 400", 12) == 0);
+    const char *not_http[] = {tls_hello, "GARBAGE\r\n\r\n"};
+    size_t not_http_len[] = {sizeof tls_hello - 1, 11};
+    for (size_t i = 0; i < 2; i++) {
+        double t0 = now_seconds();
+        raw_exchange(s.port, not_http[i], not_http_len[i], out, sizeof out);
+        if (is_h2o)
+            CHECK(strncmp(out, "HTTP/1.1 400 ", 13) == 0 && strstr(out, "Connection: close"));
+        else
+            CHECK_STR(out, "");
+        if (now_seconds() - t0 > 1.0)
+            CHECK_FAIL_("not-HTTP input %zu: the connection stayed open %.2f s", i,
+                        now_seconds() - t0);
+    }
     answers_within(s.port, "/echo", "OK", 0, 0.5);
     stop_expect_clean(&s);
 }
@@ -1887,11 +1993,15 @@ static void hostile_open_close_1000(void)
     stop_expect_clean(&s);
 }
 
-/* A client that asks for 16 MB and never reads it holds only its own connection. */
+/* Clients that ask for 16 MB and never read it hold their own requests only: while they stall,
+ * /stats shows exactly them in flight and other clients are served at once; when they leave,
+ * their requests and sockets are freed. (How much memory each holds meanwhile is issue 15's.) */
 static void hostile_never_reads_answer(void)
 {
     struct server s;
     START(&s, "--delay", "0");
+    answers_within(s.port, "/echo", "OK", 0, 0.5);
+    int base = count_sockets(s.pid);
     int fds[4];
     for (int i = 0; i < 4; i++) {
         fds[i] = raw_connect(s.port);
@@ -1899,12 +2009,21 @@ static void hostile_never_reads_answer(void)
         if (fds[i] >= 0)
             send_all(fds[i], req, sizeof req - 1);
     }
-    usleep(300 * 1000);
+    CHECK_INT(await_stat(h1(&s), "in_flight", 4, 5), 4);
     for (int i = 0; i < 5; i++)
-        answers_within(s.port, "/echo", "OK", 0, 0.5);
+        answers_within(s.port, "/echo", "OK", 0, 0.1);
+    CHECK_INT(await_stat(h1(&s), "in_flight", 4, 0), 4);
     for (int i = 0; i < 4; i++)
         if (fds[i] >= 0)
             close(fds[i]);
+    CHECK_INT(await_stat(h1(&s), "in_flight", 0, 5), 0);
+    double t0 = now_seconds();
+    while (count_sockets(s.pid) > base + 1 && now_seconds() - t0 < 5)
+        usleep(10 * 1000);
+    if (count_sockets(s.pid) > base + 1)
+        CHECK_FAIL_("server holds %d sockets, %d before", count_sockets(s.pid), base);
+    else
+        check_passed++;
     stop_expect_clean(&s);
 }
 
@@ -1921,7 +2040,6 @@ static void hostile_beyond_max_connections(void)
         if (fds[i] >= 0)
             send_all(fds[i], "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n", 31);
     }
-    usleep(200 * 1000);
     /* Each of the 20 got its whole answer on its own connection. */
     unsigned answered = 0;
     for (int i = 0; i < 20; i++) {
@@ -1955,7 +2073,11 @@ static void hostile_beyond_max_connections(void)
     CHECK(strncmp(buf, "HTTP/1.1 200", 12) == 0);
     for (int i = 0; i < 20; i++)
         close(fds[i]);
-    usleep(100 * 1000);
+    /* The server sees the 20 closes in its own time: until then /stats may be refused too. */
+    double t1 = now_seconds();
+    do
+        http_request(s.port, "GET", "/healthz", NULL, NULL, &r);
+    while (r.status != 200 && now_seconds() - t1 < 5);
     cJSON *j = settled_stats(h1(&s));
     CHECK(json_number(j, "connections.refused") >= 1);
     CHECK_INT(json_number(j, "connections.max"), 20);
@@ -1978,7 +2100,7 @@ static void delays_across_daemons(void)
     START(&s, "--delay", "300ms", "--threads", "1");
     int epolls_idle = count_fds_of(s.pid, "anon_inode:[eventpoll]");
     http_concurrent(s.port, "/test", N, status, secs, ok, "ok");
-    all_answered_within(N, status, secs, ok, 0.25, 1.5);
+    all_answered_within(N, status, secs, ok, 0.3, 0.3 + 2 * BATCH_SLACK);
     if (!is_h2o) {
         /* One daemon per 128 connections (8 for 1000), each an epoll set, beside the loop's. */
         int added = count_fds_of(s.pid, "anon_inode:[eventpoll]") - epolls_idle;
@@ -2117,7 +2239,11 @@ static void access_log_lines_and_reopen(void)
     cJSON_Delete(settled_stats(h1(&s)));
     CHECK_INT(rename(path, moved), 0);
     kill(s.pid, SIGHUP);
-    usleep(100 * 1000);
+    /* The reopen is seen as the file coming back under its name. */
+    double t0 = now_seconds();
+    while (access(path, F_OK) != 0 && now_seconds() - t0 < 5)
+        usleep(5 * 1000);
+    CHECK_INT(access(path, F_OK), 0);
     http_request(s.port, "GET", "/echo", NULL, NULL, &r);
     stop_expect_clean(&s);
 
@@ -2157,6 +2283,400 @@ static void access_log_lines_and_reopen(void)
         cJSON_Delete(lines[i]);
 }
 
+/* ---- Promises that had no test of their own (tests/README.md maps every promise). ---- */
+
+/* /stats and /metrics count faults and client cancels per route, and summarise each route's
+ * intended delay, its overshoot and the service time. */
+static void stats_count_faults_cancels_and_latency(void)
+{
+    struct server s;
+    struct reply r;
+    START(&s, "--delay", "50ms");
+    for (int i = 0; i < 2; i++)
+        http_request(s.port, "GET", "/test?fault=reset", NULL, NULL, &r);
+    http_request(s.port, "GET", "/echo?fault=close", NULL, NULL, &r);
+    CHECK_INT(r.status, 0);
+    size_t sent = 0;
+    int *fds = open_requests(s.port, "/echo?delay=300ms", 3, &sent);
+    CHECK_INT(await_stat(h1(&s), "waiting", 3, 5), 3);
+    close_requests(fds, 3);
+    for (int i = 0; i < 4; i++)
+        answers_within(s.port, "/test", "ok", 0.05, 0.05 + LONE_SLACK);
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "faults"), 3);
+    CHECK_INT(json_number(j, "cancels"), 3);
+    CHECK_INT(json_number(j, "routes./test.faults"), 2);
+    CHECK_INT(json_number(j, "routes./test.cancels"), 0);
+    CHECK_INT(json_number(j, "routes./echo.faults"), 1);
+    CHECK_INT(json_number(j, "routes./echo.cancels"), 3);
+    /* The four answered /test requests (faults are not answers): intended 50 ms each, in the
+     * 50 ms bucket; served in more than 50 ms, so in the next bucket (100 ms); an overshoot of a
+     * lone request on an idle loop far below 25 ms. */
+    CHECK_INT(json_number(j, "routes./test.delay_intended_ms.count"), 4);
+    CHECK_INT(json_number(j, "routes./test.delay_intended_ms.mean"), 50);
+    CHECK_INT(json_number(j, "routes./test.delay_intended_ms.p50_le"), 50);
+    CHECK_INT(json_number(j, "routes./test.delay_intended_ms.p99_le"), 50);
+    CHECK_INT(json_number(j, "routes./test.service_ms.count"), 4);
+    CHECK(json_number(j, "routes./test.service_ms.mean") >= 50);
+    CHECK_INT(json_number(j, "routes./test.service_ms.p50_le"), 100);
+    CHECK_INT(json_number(j, "routes./test.delay_overshoot_ms.count"), 4);
+    CHECK(json_number(j, "routes./test.delay_overshoot_ms.mean") >= 0);
+    CHECK(json_number(j, "routes./test.delay_overshoot_ms.p99_le") <= 25);
+    CHECK_INT(json_number(j, "routes./echo.delay_intended_ms.count"), 0);
+    cJSON_Delete(j);
+    http_request(s.port, "GET", "/metrics", NULL, NULL, &r);
+    CHECK_INT(metric(r.body, "slowsrv_faults_total{route=\"/test\"}"), 2);
+    CHECK_INT(metric(r.body, "slowsrv_faults_total{route=\"/echo\"}"), 1);
+    CHECK_INT(metric(r.body, "slowsrv_cancels_total{route=\"/echo\"}"), 3);
+    CHECK_INT(metric(r.body, "slowsrv_cancels_total{route=\"/test\"}"), 0);
+    stop_expect_clean(&s);
+}
+
+/* Reads from fd until the peer closes or nothing comes for timeout_ms; returns the bytes read
+ * (NUL-terminated in buf) and sets *closed if the peer closed. */
+static size_t read_until_close(int fd, char *buf, size_t len, int timeout_ms, int *closed)
+{
+    size_t used = 0;
+    *closed = 0;
+    for (;;) {
+        struct pollfd pfd = {fd, POLLIN, 0};
+        if (poll(&pfd, 1, timeout_ms) <= 0)
+            break;
+        ssize_t n = recv(fd, buf + used, len - used - 1, 0);
+        if (n <= 0) {
+            *closed = 1;
+            break;
+        }
+        used += (size_t)n;
+        if (used + 1 >= len)
+            break;
+    }
+    buf[used] = '\0';
+    return used;
+}
+
+/* --idle-timeout closes a kept-alive connection that stays idle that long, never one whose
+ * request waits on a longer delay; --idle-timeout 0 never closes an idle one. */
+static void idle_timeout_closes_idle_connections(void)
+{
+    struct server s;
+    char buf[4096];
+    int closed;
+    static const char req[] = "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n";
+    START(&s, "--idle-timeout", "1s", "--delay", "0");
+    int fd = raw_connect(s.port);
+    send_all(fd, req, sizeof req - 1);
+    double t0 = now_seconds();
+    read_until_close(fd, buf, sizeof buf, 4000, &closed);
+    double idle = now_seconds() - t0;
+    CHECK(strncmp(buf, "HTTP/1.1 200 ", 13) == 0 && strstr(buf, "\r\n\r\nOK"));
+    CHECK_INT(closed, 1);
+    /* libmicrohttpd counts its timeout in whole seconds from the last activity. */
+    if (idle < 1.0 || idle > 2.5)
+        CHECK_FAIL_("an idle connection was closed after %.2f s with --idle-timeout 1s", idle);
+    else
+        check_passed++;
+    answers_within(s.port, "/test?delay=1500ms", "ok", 1.5, 1.5 + LONE_SLACK);
+    close(fd);
+    stop_expect_clean(&s);
+
+    START(&s, "--idle-timeout", "0", "--delay", "0");
+    fd = raw_connect(s.port);
+    send_all(fd, req, sizeof req - 1);
+    read_until_close(fd, buf, sizeof buf, 1500, &closed);
+    CHECK_INT(closed, 0);
+    send_all(fd, req, sizeof req - 1);
+    read_until_close(fd, buf, sizeof buf, 300, &closed);
+    CHECK(strncmp(buf, "HTTP/1.1 200 ", 13) == 0 && strstr(buf, "\r\n\r\nOK"));
+    close(fd);
+    stop_expect_clean(&s);
+}
+
+/* A connection to host:port (IPv4 or IPv6 literal), or -1. */
+static int raw_connect_to(const char *host, unsigned port)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST}, *ai;
+    char service[16];
+    snprintf(service, sizeof service, "%u", port);
+    if (getaddrinfo(host, service, &hints, &ai) != 0)
+        return -1;
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(ai);
+    return fd;
+}
+
+/* 1 if GET /echo over a new connection to host:port answers 200 OK. */
+static int echo_answers_at(const char *host, unsigned port)
+{
+    char buf[1024];
+    int closed;
+    int fd = raw_connect_to(host, port);
+    if (fd < 0)
+        return 0;
+    send_all(fd, "GET /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 50);
+    read_until_close(fd, buf, sizeof buf, 2000, &closed);
+    close(fd);
+    return strncmp(buf, "HTTP/1.1 200 ", 13) == 0 && strstr(buf, "\r\n\r\nOK") != NULL;
+}
+
+/* --bind: 127.0.0.1 by default (another loopback address is refused), 0.0.0.0 takes every IPv4
+ * address, :: every IPv6 one; the startup line shows the address. */
+static void bind_addresses(void)
+{
+    struct server s;
+    START(&s, "--delay", "0");
+    CHECK(strstr(s.startup, "listening on http://127.0.0.1:") != NULL);
+    CHECK_INT(echo_answers_at("127.0.0.1", s.port), 1);
+    CHECK_INT(echo_answers_at("127.0.0.2", s.port), 0);
+    stop_expect_clean(&s);
+
+    START(&s, "--bind", "0.0.0.0", "--delay", "0");
+    CHECK(strstr(s.startup, "listening on http://0.0.0.0:") != NULL);
+    CHECK_INT(echo_answers_at("127.0.0.1", s.port), 1);
+    CHECK_INT(echo_answers_at("127.0.0.2", s.port), 1);
+    stop_expect_clean(&s);
+
+    START(&s, "--bind", "::", "--delay", "0");
+    CHECK(strstr(s.startup, "listening on http://[::]:") != NULL);
+    CHECK_INT(echo_answers_at("::1", s.port), 1);
+    stop_expect_clean(&s);
+
+    START(&s, "--bind", "::1", "--delay", "0");
+    CHECK_INT(echo_answers_at("::1", s.port), 1);
+    CHECK_INT(echo_answers_at("127.0.0.1", s.port), 0);
+    stop_expect_clean(&s);
+}
+
+/* Walks the pipelined answers in buf: fills status[], length[] (the Content-Length, -1 if none)
+ * and body_len[] for at most max answers (HEAD answers and 1xx/204/304 carry no body), and
+ * returns how many parsed. */
+static int parse_answers(const char *buf, const int *is_head, long *status, long *length,
+                         long *body_len, int max)
+{
+    int n = 0;
+    const char *p = buf;
+    while (n < max && strncmp(p, "HTTP/1.1 ", 9) == 0) {
+        const char *end = strstr(p, "\r\n\r\n");
+        if (!end)
+            break;
+        status[n] = strtol(p + 9, NULL, 10);
+        length[n] = -1;
+        long clen = 0;
+        for (const char *h = strstr(p, "\r\n"); h && h < end; h = strstr(h + 2, "\r\n")) {
+            if (strncasecmp(h + 2, "Content-Length:", 15) == 0)
+                length[n] = clen = strtol(h + 17, NULL, 10);
+        }
+        int bodiless = is_head[n] || status[n] == 204 || status[n] == 304 || status[n] < 200;
+        body_len[n] = bodiless ? 0 : clen;
+        p = end + 4 + body_len[n];
+        n++;
+    }
+    return n;
+}
+
+/* 204 and 304 answers carry neither a body nor a Content-Length, on the wire, and the
+ * connection goes on to the next pipelined request; a HEAD answer keeps its length. Also for a
+ * configured route whose status is 304. libmicrohttpd 0.9.75 adds "Content-Length: 0" to every
+ * 304 and cannot be told not to: slowsrv's 304s carry that (README, engine notes). */
+static void bodiless_statuses_on_the_wire(void)
+{
+    struct server s;
+    char buf[8192];
+    int closed;
+    const char *path = write_file("bodiless.json", "{\"delay\": \"0\", \"routes\": [{\"path\": "
+                                                   "\"/cached\", \"status\": 304, \"body\": "
+                                                   "\"never sent\"}]}");
+    const char *args[] = {"--config", path, NULL};
+    if (server_start(&s, bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    static const char reqs[] = "GET /echo?status=304 HTTP/1.1\r\nHost: x\r\n\r\n"
+                               "GET /echo?status=204 HTTP/1.1\r\nHost: x\r\n\r\n"
+                               "HEAD /test HTTP/1.1\r\nHost: x\r\n\r\n"
+                               "GET /cached HTTP/1.1\r\nHost: x\r\n\r\n"
+                               "GET /test?size=10&status=304 HTTP/1.1\r\nHost: x\r\n\r\n"
+                               "GET /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    static const int is_head[6] = {0, 0, 1, 0, 0, 0};
+    static const long want_status[6] = {304, 204, 200, 304, 304, 200};
+    long want_length[6] = {-1, -1, 2, -1, -1, 2};
+    long status[6] = {0}, body_len[6] = {0}, length[6] = {0};
+    if (!is_h2o)
+        want_length[0] = want_length[3] = want_length[4] = 0;
+    int fd = raw_connect(s.port);
+    send_all(fd, reqs, sizeof reqs - 1);
+    read_until_close(fd, buf, sizeof buf, 3000, &closed);
+    close(fd);
+    CHECK_INT(parse_answers(buf, is_head, status, length, body_len, 6), 6);
+    for (int i = 0; i < 6; i++) {
+        CHECK_INT(status[i], want_status[i]);
+        CHECK_INT(length[i], want_length[i]);
+    }
+    /* The last answer is the echo's "OK", right where the walk says it starts. */
+    size_t len = strlen(buf);
+    CHECK(len >= 2 && strcmp(buf + len - 2, "OK") == 0);
+    stop_expect_clean(&s);
+}
+
+/* libmicrohttpd: an upload error found mid-body is answered at once, once, with
+ * Connection: close; the rest of the body is read and dropped up to 64 MiB past the error, and
+ * then the client is cut off. Also for a chunked body crossing --max-body. */
+static void upload_error_cuts_after_64mib(void)
+{
+    struct server s;
+    static char chunk[65536];
+    char buf[1024];
+    int closed;
+    START(&s, "--max-body", "1G");
+    memset(chunk, 'a', sizeof chunk);
+    for (int kind = 0; kind < 2; kind++) {
+        int fd = raw_connect(s.port);
+        const char *head =
+            kind == 0 ? "POST /write HTTP/1.1\r\nHost: x\r\nContent-Length: 209715200\r\n"
+                        "Content-Type: multipart/form-data; boundary=B\r\n\r\n--B\r\n"
+                        "Content-Disposition: form-data; name=\"data\"\r\nBroken\r\n\r\n"
+                      : "POST /write?x=1 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                        "Content-Type: multipart/form-data; boundary=B\r\n\r\n";
+        send_all(fd, head, strlen(head));
+        size_t sent = 0;
+        char size_line[16];
+        snprintf(size_line, sizeof size_line, "%zx\r\n", sizeof chunk);
+        while (sent < (200u << 20)) {
+            if (kind == 1 && send_all(fd, size_line, strlen(size_line)) != 0)
+                break;
+            if (send_all(fd, chunk, sizeof chunk) != 0)
+                break;
+            if (kind == 1 && send_all(fd, "\r\n", 2) != 0)
+                break;
+            sent += sizeof chunk;
+        }
+        read_until_close(fd, buf, sizeof buf, 3000, &closed);
+        close(fd);
+        if (sent < (64u << 20) || sent > (100u << 20))
+            CHECK_FAIL_("kind %d: the client sent %zu MiB before it was cut off (want 64..100)",
+                        kind, sent >> 20);
+        else
+            check_passed++;
+        CHECK(strncmp(buf, kind == 0 ? "HTTP/1.1 400 " : "HTTP/1.1 413 ", 13) == 0);
+        CHECK(strstr(buf, "Connection: close") != NULL);
+        /* One answer, not two. */
+        CHECK(strstr(buf + 1, "HTTP/1.1 ") == NULL);
+        if (kind == 1)
+            break;
+        stop_expect_clean(&s);
+        START(&s, "--max-body", "1M");
+    }
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "in_flight"), 0);
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
+/* slowsrv-h2o: a body over 32 MiB is spooled to a temporary file in --spool-dir (unlinked at
+ * once, so seen as a deleted file the process holds), and the count is exact. */
+static void spool_dir_holds_big_bodies(void)
+{
+    struct server s;
+    char dir[300], link[320], target[700];
+    static char chunk[65536];
+    snprintf(dir, sizeof dir, "%s/spool", tmpdir);
+    mkdir(dir, 0700);
+    const char *args[] = {"--spool-dir", dir, NULL};
+    if (server_start(&s, bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    memset(chunk, 'a', sizeof chunk);
+    int fd = raw_connect(s.port);
+    static const char head[] = "POST /write HTTP/1.1\r\nHost: x\r\nContent-Length: 41943099\r\n"
+                               "Content-Type: multipart/form-data; boundary=B\r\n\r\n--B\r\n"
+                               "Content-Disposition: form-data; name=\"data\"\r\n\r\n";
+    send_all(fd, head, sizeof head - 1);
+    /* 40 MiB of the part, then wait before the closing delimiter: the body is in the spool. */
+    for (size_t sent = 0; sent < (40u << 20); sent += sizeof chunk)
+        send_all(fd, chunk, sizeof chunk);
+    int spooled = 0;
+    double t0 = now_seconds();
+    while (!spooled && now_seconds() - t0 < 5) {
+        snprintf(link, sizeof link, "/proc/%d/fd", (int)s.pid);
+        DIR *d = opendir(link);
+        for (struct dirent *e; d && (e = readdir(d));) {
+            char fdpath[700];
+            snprintf(fdpath, sizeof fdpath, "%s/%s", link, e->d_name);
+            ssize_t n = readlink(fdpath, target, sizeof target - 1);
+            target[n > 0 ? n : 0] = '\0';
+            spooled |= strncmp(target, dir, strlen(dir)) == 0 && strstr(target, "(deleted)");
+        }
+        if (d)
+            closedir(d);
+        if (!spooled)
+            usleep(20 * 1000);
+    }
+    CHECK_INT(spooled, 1);
+    send_all(fd, "\r\n--B--", 7);
+    char buf[1024];
+    int closed;
+    read_until_close(fd, buf, sizeof buf, 5000, &closed);
+    close(fd);
+    CHECK(strncmp(buf, "HTTP/1.1 200 ", 13) == 0 && strstr(buf, "\r\n\r\n41943040"));
+    stop_expect_clean(&s);
+}
+
+/* HTTP/2: fault=close and fault=reset end the whole connection, as a failing server would:
+ * another stream waiting on the same connection ends with it, which the server counts as that
+ * stream's client leaving (libcurl then retries the request on a new connection, so the client
+ * side alone cannot tell). */
+static void h2_faults_end_the_connection(void)
+{
+    struct server s;
+    if (start_tls(&s, "50ms") != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    static const char *const faults[] = {"/test?fault=close", "/test?fault=reset"};
+    struct target t = {s.port, 1, CURL_HTTP_VERSION_2_0, 0};
+    for (size_t f = 0; f < 2; f++) {
+        CURLM *m = curl_multi_init();
+        static struct reply ra, rb;
+        curl_multi_setopt(m, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+        curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, 1L);
+        /* Both streams on one connection: the second waits to multiplex on the first's. */
+        CURL *a = http_easy(&t, "GET", "/echo?delay=1s", &ra);
+        CURL *b = http_easy(&t, "GET", faults[f], &rb);
+        curl_easy_setopt(a, CURLOPT_PIPEWAIT, 1L);
+        curl_easy_setopt(b, CURLOPT_PIPEWAIT, 1L);
+        curl_multi_add_handle(m, a);
+        curl_multi_add_handle(m, b);
+        int running = 0;
+        double t0 = now_seconds();
+        do {
+            curl_multi_perform(m, &running);
+            if (running)
+                curl_multi_poll(m, NULL, 0, 100, NULL);
+        } while (running && now_seconds() - t0 < 10);
+        long sb = 0;
+        curl_easy_getinfo(b, CURLINFO_RESPONSE_CODE, &sb);
+        CHECK_INT(sb, 0);
+        curl_multi_remove_handle(m, a);
+        curl_multi_remove_handle(m, b);
+        curl_easy_cleanup(a);
+        curl_easy_cleanup(b);
+        curl_multi_cleanup(m);
+        cJSON *j = settled_stats(&t);
+        CHECK_INT(json_number(j, "routes./echo.cancels"), (double)f + 1);
+        CHECK_INT(json_number(j, "routes./test.faults"), (double)f + 1);
+        cJSON_Delete(j);
+    }
+    struct reply r;
+    http_request_to(&t, "GET", "/test", NULL, NULL, &r, NULL);
+    CHECK_STR(r.body, "ok");
+    stop_expect_clean(&s);
+}
+
 /* ---- Soak: a mixed load of honest and cancelling clients for SOAK_SECONDS (default 20). ---- */
 
 struct soak {
@@ -2170,7 +2690,7 @@ struct soak {
 static void *soak_client(void *arg)
 {
     struct soak *k = arg;
-    struct target t = {k->port, 0, CURL_HTTP_VERSION_1_1};
+    struct target t = {k->port, 0, CURL_HTTP_VERSION_1_1, 0};
     struct reply *r = malloc(sizeof *r);
     unsigned i = (unsigned)k->kind * 7919u;
     while (r && now_seconds() < k->until) {
@@ -2209,16 +2729,15 @@ static void *soak_client(void *arg)
                     k->errors++;
             break;
         }
-        case 3: /* clients that give up mid-delay */
-            setenv("ITEST_TIMEOUT_MS", "15", 1);
-            {
-                long st;
-                double secs;
-                int okb;
-                http_concurrent(k->port, "/test?delay=300ms", 1, &st, &secs, &okb, "ok");
-                k->cancelled += st == 0;
-            }
+        case 3: { /* clients that give up mid-delay */
+            struct target quitter = {k->port, 0, CURL_HTTP_VERSION_1_1, 15};
+            long st;
+            double secs;
+            int okb;
+            http_concurrent_to(&quitter, "/test?delay=300ms", 1, 1, &st, &secs, &okb, "ok");
+            k->cancelled += st == 0;
             break;
+        }
         case 4: { /* clients that give up mid-upload */
             struct part p[] = {{"data", "f", NULL, 2u << 20}};
             k->cancelled += http_upload(&t, "/write", p, 1, r, 200000) == CURLE_ABORTED_BY_CALLBACK;
@@ -2276,8 +2795,10 @@ static void soak(void)
             fprintf(stderr, "soak client %d: %lu errors, last: %s\n", i, k[i].errors,
                     k[i].last_error);
     }
-    unsetenv("ITEST_TIMEOUT_MS");
-    usleep(2500 * 1000); /* idle keep-alive connections and abandoned uploads time out */
+    /* Idle keep-alive connections and abandoned uploads time out (--idle-timeout 2s). */
+    double t_idle = now_seconds();
+    while (count_sockets(s.pid) > fds_base + 1 && now_seconds() - t_idle < 6)
+        usleep(20 * 1000);
     cJSON *j = settled_stats(h1(&s));
     long rss_end = proc_status_kb(s.pid, "VmRSS");
     int fds_end = count_sockets(s.pid);
@@ -2363,6 +2884,13 @@ static const struct {
     {"hostile_out_of_descriptors", hostile_out_of_descriptors},
     {"delays_across_daemons", delays_across_daemons},
     {"access_log_lines_and_reopen", access_log_lines_and_reopen},
+    {"stats_count_faults_cancels_and_latency", stats_count_faults_cancels_and_latency},
+    {"idle_timeout_closes_idle_connections", idle_timeout_closes_idle_connections},
+    {"bind_addresses", bind_addresses},
+    {"bodiless_statuses_on_the_wire", bodiless_statuses_on_the_wire},
+    {"upload_error_cuts_after_64mib", upload_error_cuts_after_64mib},
+    {"spool_dir_holds_big_bodies", spool_dir_holds_big_bodies},
+    {"h2_faults_end_the_connection", h2_faults_end_the_connection},
     {"soak", soak},
 };
 
