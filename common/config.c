@@ -366,11 +366,14 @@ int config_read_file(const char *path, size_t max, char **out, size_t *len, char
         snprintf(err, errlen, "%s: out of memory", path);
         return -ENOMEM;
     }
-    size_t n = fread(buf, 1, CONFIG_FILE_MAX + 1, f);
+    size_t n = fread(buf, 1, max + 1, f);
     int failed = ferror(f);
     fclose(f);
-    if (failed || n > CONFIG_FILE_MAX) {
-        snprintf(err, errlen, "%s: %s", path, failed ? "read error" : "config file is over 1 MiB");
+    if (failed || n > max) {
+        if (failed)
+            snprintf(err, errlen, "%s: read error", path);
+        else
+            snprintf(err, errlen, "%s: file is over %zu KiB", path, max >> 10);
         free(buf);
         return -EINVAL;
     }
@@ -818,6 +821,17 @@ static int validate(struct config *cfg, enum config_engine engine, const unsigne
         snprintf(err, errlen, "%s: needs %s too", cfg->tls_cert[0] ? "tls-cert" : "tls-key",
                  cfg->tls_cert[0] ? "--tls-key" : "--tls-cert");
         return -EINVAL;
+    }
+    /* A TLS file that cannot be read is a configuration error, found before any socket is
+     * bound, whatever holds the port (the engines parse the files later). */
+    static const char *const tls_names[] = {"tls-cert", "tls-key"};
+    const char *tls_files[] = {cfg->tls_cert, cfg->tls_key};
+    for (size_t i = 0; i < 2; i++) {
+        if (tls_files[i][0] != '\0' && access(tls_files[i], R_OK) != 0) {
+            snprintf(err, errlen, "%s: %s: cannot read: %s", tls_names[i], tls_files[i],
+                     strerror(errno));
+            return -EINVAL;
+        }
     }
     if (cfg->spool_dir[0] == '\0') {
         snprintf(err, errlen, "spool-dir: must not be empty");

@@ -374,8 +374,46 @@ static void config_fuzz_findings_stay_fixed(void)
     CHECK_INT(load(&cfg, zero_ok, NULL, err), 0);
 }
 
+/* Files the config names are read whole up to their ceiling, and refused past it; TLS files
+ * that cannot be read are a config error, found before the engine starts. */
+static void config_files_have_a_ceiling_and_must_be_readable(void)
+{
+    char path[] = "/tmp/slowsrv-test-config.XXXXXX";
+    char err[CONFIG_ERR_LEN], *text = NULL;
+    size_t len = 0;
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    static char block[4096];
+    memset(block, ' ', sizeof block);
+    for (int i = 0; i < 3; i++)
+        CHECK_INT(write(fd, block, sizeof block), sizeof block);
+    close(fd);
+    CHECK_INT(config_read_file(path, 3 * 4096, &text, &len, err, sizeof err), 0);
+    CHECK_INT(len, 3 * 4096);
+    free(text);
+    text = NULL;
+    CHECK_INT(config_read_file(path, 8192, &text, &len, err, sizeof err), -EINVAL);
+    char want[300];
+    snprintf(want, sizeof want, "%s: file is over 8 KiB", path);
+    CHECK_STR(err, want);
+    CHECK(text == NULL);
+
+    struct config cfg;
+    const char *missing_key[] = {"--tls-cert", path, "--tls-key", "/nonexistent/key.pem", NULL};
+    CHECK_INT(load(&cfg, missing_key, NULL, err), -EINVAL);
+    CHECK_STR(err, "tls-key: /nonexistent/key.pem: cannot read: No such file or directory");
+    const char *missing_cert[] = {"--tls-cert", "/nonexistent/c.pem", "--tls-key", path, NULL};
+    CHECK_INT(load(&cfg, missing_cert, NULL, err), -EINVAL);
+    CHECK_STR(err, "tls-cert: /nonexistent/c.pem: cannot read: No such file or directory");
+    const char *both[] = {"--tls-cert", path, "--tls-key", path, NULL};
+    CHECK_INT(load(&cfg, both, NULL, err), 0);
+    config_cleanup(&cfg);
+    unlink(path);
+}
+
 int main(void)
 {
+    config_files_have_a_ceiling_and_must_be_readable();
     config_fuzz_findings_stay_fixed();
     config_reads_routes_from_the_file();
     config_route_errors_name_the_entry();
