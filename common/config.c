@@ -58,7 +58,7 @@ enum opt_type {
     OPT_PATH,     /* char[CONFIG_PATH_LEN] */
     OPT_FLAG,     /* int 0/1; a flag without a value on the command line */
     OPT_RATE,     /* double from 0 to 1 */
-    OPT_STATUS,   /* unsigned HTTP status 100..599 */
+    OPT_STATUS,   /* unsigned final HTTP status, CONFIG_STATUS_MIN..MAX */
     OPT_OVERFLOW, /* 503 or reset */
 };
 
@@ -317,8 +317,10 @@ static int set_value(struct config *cfg, const struct opt_def *d, const char *va
         return 0;
     }
     case OPT_STATUS:
-        if (parse_u64(val, &v, &rest) != 0 || *rest || v < 100 || v > 599) {
-            snprintf(why, whylen, "'%s' is not an HTTP status from 100 to 599", val);
+        if (parse_u64(val, &v, &rest) != 0 || *rest || v < CONFIG_STATUS_MIN ||
+            v > CONFIG_STATUS_MAX) {
+            snprintf(why, whylen, "'%s' is not an HTTP status from %d to %d", val,
+                     CONFIG_STATUS_MIN, CONFIG_STATUS_MAX);
             return -EINVAL;
         }
         *(unsigned *)(void *)field = (unsigned)v;
@@ -528,9 +530,11 @@ static int parse_route(const cJSON *o, struct config_route *r, char *why, size_t
             if (strcmp(it->valuestring, "*") != 0)
                 r->method = dup_n(it->valuestring, strlen(it->valuestring));
         } else if (strcmp(k, "status") == 0) {
-            if (!cJSON_IsNumber(it) || it->valuedouble < 100 || it->valuedouble > 599 ||
+            if (!cJSON_IsNumber(it) || it->valuedouble < CONFIG_STATUS_MIN ||
+                it->valuedouble > CONFIG_STATUS_MAX ||
                 it->valuedouble != (double)(int)it->valuedouble) {
-                snprintf(why, whylen, "status: must be an HTTP status from 100 to 599");
+                snprintf(why, whylen, "status: must be an HTTP status from %d to %d",
+                         CONFIG_STATUS_MIN, CONFIG_STATUS_MAX);
                 return -EINVAL;
             }
             r->status = (unsigned)it->valueint;

@@ -137,6 +137,11 @@ int config_load(struct config *cfg, enum config_engine engine, int argc, char **
                 char *const *envp, uint64_t random_seed, enum config_action *action, char *err,
                 size_t errlen);
 
+/* Statuses slowsrv answers with: a final status, 200 to 599. A 1xx is not a final answer (RFC
+ * 9110 section 15.2): a client would wait for another. */
+#define CONFIG_STATUS_MIN 200
+#define CONFIG_STATUS_MAX 599
+
 /* Reads the whole file at path (at most `max` bytes) into a malloc'd NUL-terminated buffer *out
  * that the caller frees, its length into *len. Returns 0, or -EINVAL with "<path>: <why>" in
  * err (errlen bytes). */

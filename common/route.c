@@ -365,8 +365,10 @@ static int apply_overrides(struct route_table *t, const struct route_request *rq
     if (override_input(rq, "status", "X-Slowsrv-Status", val, sizeof val) >= 0) {
         char *end;
         unsigned long code = strtoul(val, &end, 10);
-        if (end == val || *end || code < 100 || code > 599 || val[0] == '-' || val[0] == '+') {
-            snprintf(msg, sizeof msg, "status: '%.40s' is not an HTTP status from 100 to 599", val);
+        if (end == val || *end || code < CONFIG_STATUS_MIN || code > CONFIG_STATUS_MAX ||
+            val[0] == '-' || val[0] == '+') {
+            snprintf(msg, sizeof msg, "status: '%.40s' is not an HTTP status from %d to %d", val,
+                     CONFIG_STATUS_MIN, CONFIG_STATUS_MAX);
             route_plan_error(out, 400, msg);
             return -1;
         }

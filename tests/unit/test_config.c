@@ -250,7 +250,9 @@ static void config_route_errors_name_the_entry(void)
         {"{\"routes\": [{\"method\": \"GET\"}]}", "routes[0].path: missing"},
         {"{\"routes\": [{\"path\": \"a\"}]}", "routes[0].path: must be a string starting with /"},
         {"{\"routes\": [{\"path\": \"/a\", \"status\": 700}]}",
-         "routes[0].status: must be an HTTP status from 100 to 599"},
+         "routes[0].status: must be an HTTP status from 200 to 599"},
+        {"{\"routes\": [{\"path\": \"/a\", \"status\": 101}]}",
+         "routes[0].status: must be an HTTP status from 200 to 599"},
         {"{\"routes\": [{\"path\": \"/a\", \"method\": \"G T\"}]}", "routes[0].method: must be"},
         {"{\"routes\": [{\"path\": \"/a\", \"headers\": {\"X\": \"a\\r\\nb\"}}]}",
          "routes[0].headers.X: must be a header name with a one-line string value"},
@@ -328,7 +330,8 @@ static void config_load_shaping_options(void)
         const char *err;
     } bad[] = {
         {{"--error-rate", "1.5"}, "--error-rate: '1.5' is not a rate from 0 to 1"},
-        {{"--error-status", "99"}, "--error-status: '99' is not an HTTP status from 100 to 599"},
+        {{"--error-status", "99"}, "--error-status: '99' is not an HTTP status from 200 to 599"},
+        {{"--error-status", "100"}, "--error-status: '100' is not an HTTP status from 200 to 599"},
         {{"--overflow", "drop"}, "--overflow: 'drop' is not 503 or reset"},
         {{"--queue", "5"}, "queue: needs --workers"},
     };
