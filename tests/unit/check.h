@@ -10,8 +10,16 @@
 #include <stdio.h>
 #include <string.h>
 
+/* One executable from one file keeps its counts to itself. A program of several files defines
+ * CHECK_SHARED_COUNTERS before including this header in each of them and defines
+ * `unsigned check_passed, check_failed;` in exactly one, so that CHECK_DONE() counts them all. */
+#ifdef CHECK_SHARED_COUNTERS
+extern unsigned check_passed;
+extern unsigned check_failed;
+#else
 static unsigned check_passed;
 static unsigned check_failed;
+#endif
 
 #define CHECK_FAIL_(fmt, ...)                                                                      \
     do {                                                                                           \

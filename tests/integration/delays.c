@@ -1,0 +1,315 @@
+/*
+ * Cases on when answers come: a delay alone and in a crowd (in every thread model), across
+ * libmicrohttpd daemons, waits that clients abandon, seeded delays and error rates, and the
+ * worker pool's waves and refusals.
+ */
+#include "itest.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* One request on /test with --delay 300ms takes 300 ms, never less, and so does a 20 ms one:
+ * five in a row, each on a new connection. */
+static void delay_alone_takes_its_time(const struct itest_env *env)
+{
+    struct server s;
+    START(env, &s, "--delay", "300ms");
+    for (int i = 0; i < 3; i++)
+        answers_within(s.port, "/test", "ok", 0.3, 0.3 + LONE_SLACK);
+    for (int i = 0; i < 5; i++)
+        answers_within(s.port, "/test?delay=20ms", "ok", 0.02, 0.02 + LONE_SLACK);
+    answers_within(s.port, "/test?delay=1s", "ok", 1.0, 1.0 + LONE_SLACK);
+    stop_expect_clean(&s);
+}
+
+/* 200 concurrent delayed requests all finish after about one delay, in the given model. */
+static void concurrent_delays(const struct itest_env *env)
+{
+    const char *model = env->model;
+    struct server s;
+    long status[200];
+    double secs[200];
+    int ok[200];
+    const char *args[] = {"--delay", "300ms", "--model", model, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    CHECK(strstr(s.startup, model) != NULL);
+    /* Alone, a request takes its delay and less than a loop tick (100 ms) more. */
+    answers_within(s.port, "/test", "ok", 0.3, 0.3 + LONE_SLACK);
+    http_concurrent(s.port, "/test", 200, status, secs, ok, "ok");
+    all_answered_within(200, status, secs, ok, 0.3, 0.3 + BATCH_SLACK);
+    stop_expect_clean(&s);
+}
+
+/* 1000 clients that leave while waiting are counted as cancels; the server goes on serving and
+ * (under the sanitizer build) exits without a leak. */
+static void abandoned_waits_are_cancelled(const struct itest_env *env)
+{
+    struct server s;
+    START(env, &s, "--delay", "1s");
+    size_t sent = 0;
+    int *fds = open_requests(s.port, "/test", 1000, &sent);
+    CHECK_INT(sent, 1000);
+    /* Every one of them is waiting on the server before its client leaves. */
+    CHECK_INT(await_stat(h1(&s), "waiting", 1000, 5), 1000);
+    close_requests(fds, 1000);
+    answers_within(s.port, "/test?delay=100ms", "ok", 0.1, 0.1 + BATCH_SLACK);
+    cJSON *j = settled_stats(h1(&s));
+    CHECK(j != NULL);
+    CHECK_INT(json_number(j, "cancels"), 1000);
+    CHECK_INT(json_number(j, "routes./test.requests"), 1001);
+    CHECK_INT(json_number(j, "routes./test.status.200"), 1);
+    CHECK_INT(json_number(j, "waiting"), 0);
+    CHECK_INT(json_number(j, "in_flight"), 0);
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
+/* 1000 delayed requests on 1000 connections to one loop: slowsrv spreads them over
+ * libmicrohttpd daemons of 128 (each with its epoll set), and every daemon's requests are
+ * resumed and answered on time. */
+static void delays_across_daemons(const struct itest_env *env)
+{
+    enum { N = 1000 };
+    struct server s;
+    static long status[N];
+    static double secs[N];
+    static int ok[N];
+    START(env, &s, "--delay", "300ms", "--threads", "1");
+    int epolls_idle = count_fds_of(s.pid, "anon_inode:[eventpoll]");
+    http_concurrent(s.port, "/test", N, status, secs, ok, "ok");
+    all_answered_within(N, status, secs, ok, 0.3, 0.3 + 2 * BATCH_SLACK);
+    if (itest_has(env, ENGINE_DAEMONS_OF_128)) {
+        /* One daemon per 128 connections (8 for 1000), each an epoll set, beside the loop's. */
+        int added = count_fds_of(s.pid, "anon_inode:[eventpoll]") - epolls_idle;
+        if (added < (N + 127) / 128 - 1)
+            CHECK_FAIL_("%d daemons added for %d connections, want %d", added, N,
+                        (N + 127) / 128 - 1);
+        else
+            check_passed++;
+    }
+    cJSON *j = settled_stats(h1(&s));
+    CHECK(json_number(j, "in_flight") == 0);
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
+/* --error-rate answers that share of requests with --error-status, /healthz never. */
+static void error_rate_injects_errors(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    char h[64];
+    START(env, &s, "--error-rate", "1", "--error-status", "502");
+    http_request(s.port, "GET", "/echo", NULL, NULL, &r);
+    CHECK_INT(r.status, 502);
+    CHECK_STR(r.body, "{\"error\": \"injected by --error-rate\", \"status\": 502}");
+    http_request(s.port, "GET", "/healthz", NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    stop_expect_clean(&s);
+
+    /* An injected error on a delayed route comes after the delay and says so. */
+    START(env, &s, "--error-rate", "1", "--delay", "50ms");
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_INT(r.status, 503);
+    CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), "delay;dur=50");
+    if (r.seconds < 0.05 || r.seconds > 0.05 + LONE_SLACK)
+        CHECK_FAIL_("an injected error after a 50 ms delay came in %.3f s", r.seconds);
+    else
+        check_passed++;
+    stop_expect_clean(&s);
+
+    /* Seeded, which requests fail is known exactly: the same on every run and both binaries.
+     * Changing these figures breaks every user's recorded runs (a deliberate, documented
+     * break, never a test to update in passing). */
+    START(env, &s, "--error-rate", "0.3", "--seed", "5", "--delay", "0");
+    unsigned errors = 0;
+    char pattern[25] = {0};
+    for (int i = 0; i < 300; i++) {
+        http_request(s.port, "GET", "/test", NULL, NULL, &r);
+        errors += r.status == 503;
+        if (i < 24)
+            pattern[i] = r.status == 503 ? 'E' : r.status == 200 ? '.' : '?';
+    }
+    CHECK_INT(errors, 98);
+    CHECK_STR(pattern, "EEE.EEE.EE..E..E........");
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "routes./test.status.503"), 98);
+    CHECK_INT(json_number(j, "routes./test.status.200"), 202);
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
+static void timings_of(const char *binary, const char *const *args, char out[][32], size_t n)
+{
+    struct server s;
+    struct reply r;
+    if (server_start(&s, binary, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        http_request(s.port, "GET", "/test", NULL, NULL, &r);
+        if (!reply_header(&r, "Server-Timing", out[i], 32))
+            snprintf(out[i], 32, "(none)");
+    }
+    stop_expect_clean(&s);
+}
+
+/* --seed: request i of a route gets the same delay on every run and on both binaries, and the
+ * same as in every earlier release: these are golden values (the README prints the first
+ * log-normal one). A change here breaks every user's recorded runs: make it only on purpose,
+ * and say so in the release notes. */
+static void seeded_delays_repeat_across_runs_and_binaries(const struct itest_env *env)
+{
+    static const char *const uniform_42[8] = {
+        "delay;dur=8.825",  "delay;dur=34.726", "delay;dur=1.888", "delay;dur=3.934",
+        "delay;dur=30.775", "delay;dur=23.885", "delay;dur=5.391", "delay;dur=14.82"};
+    static const char *const readme_lognormal_7[5] = {"delay;dur=324.674", "delay;dur=376.993",
+                                                      "delay;dur=214.798", "delay;dur=117.003",
+                                                      "delay;dur=57.556"};
+    const char *args[] = {"--seed", "42", "--delay", "1ms..40ms", NULL};
+    const char *other[] = {"--seed", "43", "--delay", "1ms..40ms", NULL};
+    const char *readme[] = {"--seed", "7", "--delay", "lognormal:200ms,0.5", NULL};
+    const char *binaries[2] = {env->bin, env->other_bin ? env->other_bin : env->bin};
+    char a[8][32], b[8][32], c[8][32], d[8][32];
+    if (!env->other_bin)
+        CHECK_FAIL_("%s", "needs the second binary as third argument");
+    timings_of(env->bin, args, a, 8);
+    timings_of(env->bin, args, b, 8);
+    timings_of(binaries[1], args, c, 8);
+    timings_of(env->bin, other, d, 8);
+    int differ = 0;
+    for (size_t i = 0; i < 8; i++) {
+        CHECK_STR(a[i], uniform_42[i]);
+        CHECK_STR(b[i], uniform_42[i]);
+        CHECK_STR(c[i], uniform_42[i]);
+        differ += strcmp(a[i], d[i]) != 0;
+    }
+    CHECK(differ >= 6);
+    for (size_t k = 0; k < 2; k++) {
+        timings_of(binaries[k], readme, a, 5);
+        for (size_t i = 0; i < 5; i++)
+            CHECK_STR(a[i], readme_lognormal_7[i]);
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* --workers 10 --delay 200ms: 50 concurrent requests are served in five waves of ten. */
+static void workers_serve_in_waves(const struct itest_env *env)
+{
+    const char *model = env->model;
+    struct server s;
+    long status[50];
+    double secs[50];
+    int ok[50];
+    /* A request that gets a worker at once waits its delay and no more, also on an idle loop
+     * (it once waited for the loop's next 100 ms tick as well: 150 ms here). --queue 0: a
+     * request that finds the worker busy is answered 503. */
+    const char *alone[] = {"--workers", "1", "--delay", "50ms", "--model", model, NULL};
+    if (server_start(&s, env->bin, alone, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    for (int i = 0; i < 3; i++)
+        answers_within(s.port, "/test", "ok", 0.05, 0.05 + LONE_SLACK);
+    /* The worker is free once the last byte is handed over, also after a drip: one client's
+     * requests in a row never meet a 503. */
+    for (int i = 0; i < 3; i++)
+        answers_within(s.port, "/test?drip=2,100ms", "ok", 0.15, 0.15 + LONE_SLACK);
+    stop_expect_clean(&s);
+
+    const char *args[] = {"--workers", "10",      "--queue", "100", "--delay",
+                          "200ms",     "--model", model,     NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    http_concurrent(s.port, "/test", 50, status, secs, ok, "ok");
+    /* Wave w (1..5) answers no earlier than w delays, and within half a delay after that. */
+    unsigned good = 0, waves[6] = {0};
+    for (size_t i = 0; i < 50; i++) {
+        good += status[i] == 200 && ok[i];
+        long w = (long)floor(secs[i] / 0.2);
+        int on_time = w >= 1 && w <= 5 && secs[i] - 0.2 * (double)w < 0.1;
+        waves[on_time ? w : 0]++;
+    }
+    CHECK_INT(good, 50);
+    for (size_t w = 1; w <= 5; w++)
+        CHECK_INT(waves[w], 10);
+    if (waves[0]) {
+        qsort(secs, 50, sizeof secs[0], cmp_double);
+        fprintf(stderr, "latencies: %.3f %.3f .. %.3f %.3f\n", secs[0], secs[1], secs[48],
+                secs[49]);
+    }
+    stop_expect_clean(&s);
+}
+
+/* --workers 2 --queue 5: of 10 concurrent requests 7 are served and exactly 3 refused, with a
+ * 503 (or, with --overflow reset, a reset connection). */
+static void workers_refuse_exactly_the_overflow(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    long status[10];
+    double secs[10];
+    int ok[10];
+    START(env, &s, "--workers", "2", "--queue", "5", "--delay", "300ms");
+    http_concurrent(s.port, "/test", 10, status, secs, ok, "ok");
+    unsigned served = 0, refused = 0;
+    for (size_t i = 0; i < 10; i++) {
+        served += status[i] == 200 && ok[i];
+        refused += status[i] == 503;
+    }
+    CHECK_INT(served, 7);
+    CHECK_INT(refused, 3);
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "workers.size"), 2);
+    CHECK_INT(json_number(j, "workers.rejected"), 3);
+    CHECK_INT(json_number(j, "workers.active"), 0);
+    CHECK_INT(json_number(j, "workers.queued"), 0);
+    CHECK_INT(json_number(j, "cancels"), 0);
+    cJSON_Delete(j);
+    /* /healthz never waits for a worker. */
+    http_request(s.port, "GET", "/healthz", NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    stop_expect_clean(&s);
+
+    const char *args[] = {"--workers", "2", "--delay", "300ms", "--overflow", "reset", NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    http_concurrent(s.port, "/test", 5, status, secs, ok, "ok");
+    served = refused = 0;
+    for (size_t i = 0; i < 5; i++) {
+        served += status[i] == 200 && ok[i];
+        refused += status[i] == 0;
+    }
+    CHECK_INT(served, 2);
+    CHECK_INT(refused, 3);
+    stop_expect_clean(&s);
+}
+
+static const struct itest_case cases[] = {
+    {"delay_alone_takes_its_time", delay_alone_takes_its_time, ITEST_PLAIN, 0},
+    {"concurrent_delays", concurrent_delays, ITEST_PER_MODEL, 0},
+    {"abandoned_waits_are_cancelled", abandoned_waits_are_cancelled, ITEST_PLAIN, 0},
+    {"delays_across_daemons", delays_across_daemons, ITEST_PLAIN, 0},
+    {"error_rate_injects_errors", error_rate_injects_errors, ITEST_PLAIN, 0},
+    {"seeded_delays_repeat_across_runs_and_binaries", seeded_delays_repeat_across_runs_and_binaries,
+     ITEST_BOTH, 0},
+    {"workers_serve_in_waves", workers_serve_in_waves, ITEST_PER_MODEL, 0},
+    {"workers_refuse_exactly_the_overflow", workers_refuse_exactly_the_overflow, ITEST_PLAIN, 0},
+};
+
+const struct itest_suite itest_suite_delays = {"delays", cases, sizeof cases / sizeof cases[0]};

@@ -1,0 +1,242 @@
+/*
+ * Cases on HTTPS and on HTTP/2 (slowsrv-h2o's): h2c and ALPN, a thousand streams, streams reset
+ * by their client, and drips and faults on streams and connections.
+ */
+#include "itest.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int make_cert(const struct itest_env *env, char *cert, char *key, size_t len)
+{
+    char cmd[1200];
+    snprintf(cert, len, "%s/cert.pem", env->tmpdir);
+    snprintf(key, len, "%s/key.pem", env->tmpdir);
+    snprintf(cmd, sizeof cmd,
+             "openssl req -x509 -newkey rsa:2048 -nodes -keyout '%s' -out '%s' -days 1 "
+             "-subj /CN=127.0.0.1 >/dev/null 2>&1",
+             key, cert);
+    return system(cmd);
+}
+
+/* --tls-cert/--tls-key serve HTTPS with the same answers; bad files are refused with exit 2. */
+static void tls_serves_https(const struct itest_env *env)
+{
+    char cert[300], key[300];
+    struct server s;
+    struct reply r;
+    long version = 0;
+    CHECK_INT(make_cert(env, cert, key, sizeof cert), 0);
+    const char *args[] = {"--delay", "50ms", "--tls-cert", cert, "--tls-key", key, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    CHECK(strstr(s.startup, "listening on https://127.0.0.1:") != NULL);
+    struct target t = {s.port, 1, CURL_HTTP_VERSION_1_1, 0};
+    http_request_to(&t, "GET", "/test", NULL, NULL, &r, &version);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(r.body, "ok");
+    CHECK_INT(version, CURL_HTTP_VERSION_1_1);
+    struct part p[] = {{"data", "f", NULL, 70000}};
+    http_upload(&t, "/write", p, 1, &r, 0);
+    CHECK_STR(r.body, "70000");
+    stop_expect_clean(&s);
+
+    struct bad_case c = {
+        {"--tls-cert", "/nonexistent.pem", "--tls-key", key}, {NULL}, "tls-cert: "};
+    expect_refused(env, &c, 2);
+    struct bad_case k = {{"--tls-cert", cert, "--tls-key", cert}, {NULL}, "tls-key: "};
+    expect_refused(env, &k, 2);
+}
+
+/* HTTP/2 over cleartext, with prior knowledge and by Upgrade: h2c, answers the same bytes. */
+static void h2c_prior_knowledge_and_upgrade(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    char h[64];
+    START(env, &s, "--delay", "50ms");
+    static const long modes[] = {CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE, CURL_HTTP_VERSION_2_0};
+    for (size_t m = 0; m < 2; m++) {
+        struct target t = {s.port, 0, modes[m], 0};
+        long version = 0;
+        http_request_to(&t, "GET", "/test", NULL, NULL, &r, &version);
+        CHECK_INT(version, CURL_HTTP_VERSION_2_0);
+        CHECK_INT(r.status, 200);
+        CHECK_STR(r.body, "ok");
+        CHECK_STR(reply_header(&r, "server-timing", h, sizeof h), "delay;dur=50");
+        CHECK_STR(reply_header(&r, "content-length", h, sizeof h), "2");
+        http_request_to(&t, "GET", "/nope", NULL, NULL, &r, &version);
+        CHECK_INT(r.status, 404);
+        struct part p[] = {{"token", NULL, "x", 0}, {"data", "f", NULL, 123456}};
+        http_upload(&t, "/write", p, 2, &r, 0);
+        CHECK_STR(r.body, "123456");
+    }
+    stop_expect_clean(&s);
+}
+
+/* h2 over TLS is chosen by ALPN. */
+static void h2_over_tls_by_alpn(const struct itest_env *env)
+{
+    char cert[300], key[300];
+    struct server s;
+    struct reply r;
+    long version = 0;
+    CHECK_INT(make_cert(env, cert, key, sizeof cert), 0);
+    const char *args[] = {"--delay", "20ms", "--tls-cert", cert, "--tls-key", key, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    struct target t = {s.port, 1, CURL_HTTP_VERSION_2_0, 0};
+    http_request_to(&t, "GET", "/test", NULL, NULL, &r, &version);
+    CHECK_INT(version, CURL_HTTP_VERSION_2_0);
+    CHECK_STR(r.body, "ok");
+    stop_expect_clean(&s);
+}
+
+/* Starts env->bin with a throw-away certificate, for HTTP/2 by ALPN. libcurl 7.88 (Debian 12)
+ * cannot reuse an h2c prior-knowledge connection for a second stream (curl issue 10634, fixed
+ * in 8.0), so the multiplexing cases run over TLS. */
+static int start_tls(const struct itest_env *env, struct server *s, const char *delay)
+{
+    static char cert[300], key[300];
+    if (make_cert(env, cert, key, sizeof cert) != 0)
+        return -1;
+    const char *args[] = {"--delay", delay, "--tls-cert", cert, "--tls-key", key, NULL};
+    return server_start(s, env->bin, args, NULL);
+}
+
+/* 1000 concurrent delayed streams multiplexed on 10 connections all finish after one delay. */
+static void h2_thousand_streams_on_ten_connections(const struct itest_env *env)
+{
+    struct server s;
+    static long status[1000];
+    static double secs[1000];
+    static int ok[1000];
+    if (start_tls(env, &s, "300ms") != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    struct target t = {s.port, 1, CURL_HTTP_VERSION_2_0, 0};
+    double wall = http_concurrent_to(&t, "/test", 1000, 10, status, secs, ok, "ok");
+    all_answered_within(1000, status, secs, ok, 0.3, 0.3 + 2 * BATCH_SLACK);
+    if (wall > 2.0)
+        CHECK_FAIL_("1000 streams took %.2f s", wall);
+    stop_expect_clean(&s);
+}
+
+/* An HTTP/2 client that resets its waiting streams cancels their timers at once. */
+static void h2_reset_streams_cancel_at_once(const struct itest_env *env)
+{
+    struct server s;
+    static long status[100];
+    static double secs[100];
+    static int ok[100];
+    if (start_tls(env, &s, "5s") != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    /* The client gives up on every stream after 300 ms, long before the 5 s delay. */
+    struct target t = {s.port, 1, CURL_HTTP_VERSION_2_0, 300};
+    http_concurrent_to(&t, "/test", 100, 2, status, secs, ok, "ok");
+    t.timeout_ms = 0;
+    cJSON *j = settled_stats(&t);
+    CHECK_INT(json_number(j, "cancels"), 100);
+    CHECK_INT(json_number(j, "waiting"), 0);
+    CHECK_INT(json_number(j, "in_flight"), 0);
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
+/* Over HTTP/2 a drip paces DATA frames; truncate resets the stream after half the body; close
+ * and reset end the whole connection. */
+static void h2_drip_and_faults(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    START(env, &s, "--delay", "50ms");
+    struct target t = {s.port, 0, CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE, 0};
+    long version = 0;
+    http_request_to(&t, "GET", "/test?size=1000&drip=4,800ms", NULL, NULL, &r, &version);
+    CHECK_INT(version, CURL_HTTP_VERSION_2_0);
+    CHECK_INT(r.curl_code, 0);
+    CHECK_INT(r.body_len, 1000);
+    if (r.seconds < 0.85 || r.seconds > 0.85 + LONE_SLACK || r.body_writes < 4)
+        CHECK_FAIL_("h2 drip=4,800ms: %.3f s in %u pieces", r.seconds, r.body_writes);
+    http_request_to(&t, "GET", "/test?size=100&fault=truncate", NULL, NULL, &r, NULL);
+    CHECK_INT(r.curl_code, CURLE_HTTP2_STREAM);
+    http_request_to(&t, "GET", "/test?fault=reset", NULL, NULL, &r, NULL);
+    CHECK_INT(r.curl_code, CURLE_RECV_ERROR);
+    http_request_to(&t, "GET", "/test?fault=close", NULL, NULL, &r, NULL);
+    CHECK(r.curl_code != CURLE_OK && r.status == 0);
+    http_request_to(&t, "GET", "/test", NULL, NULL, &r, NULL);
+    CHECK_STR(r.body, "ok");
+    stop_expect_clean(&s);
+}
+
+/* HTTP/2: fault=close and fault=reset end the whole connection, as a failing server would:
+ * another stream waiting on the same connection ends with it, which the server counts as that
+ * stream's client leaving (libcurl then retries the request on a new connection, so the client
+ * side alone cannot tell). */
+static void h2_faults_end_the_connection(const struct itest_env *env)
+{
+    struct server s;
+    if (start_tls(env, &s, "50ms") != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    static const char *const faults[] = {"/test?fault=close", "/test?fault=reset"};
+    struct target t = {s.port, 1, CURL_HTTP_VERSION_2_0, 0};
+    for (size_t f = 0; f < 2; f++) {
+        CURLM *m = curl_multi_init();
+        static struct reply ra, rb;
+        curl_multi_setopt(m, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+        curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, 1L);
+        /* Both streams on one connection: the second waits to multiplex on the first's. */
+        CURL *a = http_easy(&t, "GET", "/echo?delay=1s", &ra);
+        CURL *b = http_easy(&t, "GET", faults[f], &rb);
+        curl_easy_setopt(a, CURLOPT_PIPEWAIT, 1L);
+        curl_easy_setopt(b, CURLOPT_PIPEWAIT, 1L);
+        curl_multi_add_handle(m, a);
+        curl_multi_add_handle(m, b);
+        int running = 0;
+        double t0 = now_seconds();
+        do {
+            curl_multi_perform(m, &running);
+            if (running)
+                curl_multi_poll(m, NULL, 0, 100, NULL);
+        } while (running && now_seconds() - t0 < 10);
+        long sb = 0;
+        curl_easy_getinfo(b, CURLINFO_RESPONSE_CODE, &sb);
+        CHECK_INT(sb, 0);
+        curl_multi_remove_handle(m, a);
+        curl_multi_remove_handle(m, b);
+        curl_easy_cleanup(a);
+        curl_easy_cleanup(b);
+        curl_multi_cleanup(m);
+        cJSON *j = settled_stats(&t);
+        CHECK_INT(json_number(j, "routes./echo.cancels"), (double)f + 1);
+        CHECK_INT(json_number(j, "routes./test.faults"), (double)f + 1);
+        cJSON_Delete(j);
+    }
+    struct reply r;
+    http_request_to(&t, "GET", "/test", NULL, NULL, &r, NULL);
+    CHECK_STR(r.body, "ok");
+    stop_expect_clean(&s);
+}
+
+static const struct itest_case cases[] = {
+    {"tls_serves_https", tls_serves_https, ITEST_PLAIN, 0},
+    {"h2c_prior_knowledge_and_upgrade", h2c_prior_knowledge_and_upgrade, ITEST_PLAIN, ENGINE_HTTP2},
+    {"h2_over_tls_by_alpn", h2_over_tls_by_alpn, ITEST_PLAIN, ENGINE_HTTP2},
+    {"h2_thousand_streams_on_ten_connections", h2_thousand_streams_on_ten_connections, ITEST_PLAIN,
+     ENGINE_HTTP2},
+    {"h2_reset_streams_cancel_at_once", h2_reset_streams_cancel_at_once, ITEST_PLAIN, ENGINE_HTTP2},
+    {"h2_drip_and_faults", h2_drip_and_faults, ITEST_PLAIN, ENGINE_HTTP2},
+    {"h2_faults_end_the_connection", h2_faults_end_the_connection, ITEST_PLAIN, ENGINE_HTTP2},
+};
+
+const struct itest_suite itest_suite_h2_tls = {"h2_tls", cases, sizeof cases / sizeof cases[0]};

@@ -1,0 +1,245 @@
+/*
+ * The helpers of itest.h, and the engine records that say how the two binaries differ.
+ */
+#include "itest.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static const char *const mhd_models[] = {"epoll", "poll", "select", "thread-per-connection", NULL};
+static const char *const h2o_models[] = {"epoll", NULL};
+
+static const struct engine_caps engines[] = {
+    {"mhd", "slowsrv", mhd_models,
+     ENGINE_STREAMS_UPLOADS | ENGINE_JSON_413 | ENGINE_DRAINS_AFTER_ERROR | ENGINE_LENGTH_ON_304 |
+         ENGINE_DAEMONS_OF_128},
+    {"h2o", "slowsrv-h2o", h2o_models,
+     ENGINE_HTTP2 | ENGINE_SPOOLS_BODIES | ENGINE_ANSWERS_NOT_HTTP},
+};
+
+const struct engine_caps *engine_caps_from_version(const char *version)
+{
+    const char *p = strstr(version, "(engine ");
+    if (!p)
+        return NULL;
+    p += strlen("(engine ");
+    for (size_t i = 0; i < sizeof engines / sizeof engines[0]; i++) {
+        size_t len = strlen(engines[i].name);
+        if (strncmp(p, engines[i].name, len) == 0 && (p[len] == ',' || p[len] == ')'))
+            return &engines[i];
+    }
+    return NULL;
+}
+
+int engine_has_model(const struct engine_caps *caps, const char *model)
+{
+    for (size_t i = 0; caps->models[i]; i++)
+        if (strcmp(caps->models[i], model) == 0)
+            return 1;
+    return 0;
+}
+
+int itest_has(const struct itest_env *env, unsigned features)
+{
+    return (env->caps->features & features) == features;
+}
+
+void stop_expect_clean(struct server *s)
+{
+    CHECK_INT(server_stop(s, 15000, NULL, 0), 0);
+}
+
+const char *write_file(const struct itest_env *env, const char *name, const char *text)
+{
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", env->tmpdir, name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return path;
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+double json_number(const cJSON *o, const char *path)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *tok = strtok(buf, "."); tok && o; tok = strtok(NULL, "."))
+        o = cJSON_GetObjectItemCaseSensitive(o, tok);
+    return cJSON_IsNumber(o) ? o->valuedouble : -1;
+}
+
+const struct target *h1(const struct server *s)
+{
+    static struct target t;
+    t = (struct target){s->port, 0, CURL_HTTP_VERSION_1_1, 0};
+    return &t;
+}
+
+cJSON *settled_stats(const struct target *t)
+{
+    struct reply r;
+    cJSON *j = NULL;
+    double t0 = now_seconds();
+    do {
+        cJSON_Delete(j);
+        http_request_to(t, "GET", "/stats", NULL, NULL, &r, NULL);
+        j = cJSON_Parse(r.body);
+        if (json_number(j, "in_flight") == 0)
+            break;
+        usleep(20 * 1000);
+    } while (now_seconds() - t0 < 3);
+    return j;
+}
+
+double await_stat(const struct target *t, const char *path, double want, double timeout)
+{
+    struct reply *r = malloc(sizeof *r);
+    double v = -1, t0 = now_seconds();
+    for (; r;) {
+        http_request_to(t, "GET", "/stats", NULL, NULL, r, NULL);
+        cJSON *j = cJSON_Parse(r->body);
+        v = json_number(j, path);
+        cJSON_Delete(j);
+        if (v == want || now_seconds() - t0 > timeout)
+            break;
+        usleep(10 * 1000);
+    }
+    free(r);
+    if (v != want)
+        fprintf(stderr, "await_stat: %s is %.0f after %.1f s, want %.0f\n", path, v, timeout, want);
+    return v;
+}
+
+void answers_within(unsigned port, const char *path, const char *want, double lo, double hi)
+{
+    struct reply r;
+    http_request(port, "GET", path, NULL, NULL, &r);
+    if (r.status != 200 || strcmp(r.body, want) != 0 || r.seconds < lo || r.seconds > hi)
+        CHECK_FAIL_("GET %s: %ld '%s' in %.3f s (want '%s' in %.3f..%.3f s)", path, r.status,
+                    r.body, r.seconds, want, lo, hi);
+    else
+        check_passed++;
+}
+
+void all_answered_within(size_t n, const long *status, const double *secs, const int *ok, double lo,
+                         double hi)
+{
+    unsigned good = 0, in_bounds = 0;
+    double fastest = 1e9, slowest = 0;
+    for (size_t i = 0; i < n; i++) {
+        good += status[i] == 200 && ok[i];
+        in_bounds += secs[i] >= lo && secs[i] <= hi;
+        fastest = secs[i] < fastest ? secs[i] : fastest;
+        slowest = secs[i] > slowest ? secs[i] : slowest;
+    }
+    CHECK_INT(good, n);
+    CHECK_INT(in_bounds, n);
+    if (in_bounds != n)
+        fprintf(stderr, "want %.3f..%.3f s: fastest %.3f s, slowest %.3f s\n", lo, hi, fastest,
+                slowest);
+}
+
+void expect_refused(const struct itest_env *env, const struct bad_case *c, int want_status)
+{
+    char out[4096], err[4096];
+    int rc = run_to_exit(env->bin, c->args, c->env, out, sizeof out, err, sizeof err);
+    CHECK_INT(rc, want_status);
+    if (!strstr(err, c->want))
+        CHECK_FAIL_("stderr '%s' lacks '%s'", err, c->want);
+    else
+        check_passed++;
+    /* One line, no more. */
+    char *nl = strchr(err, '\n');
+    CHECK(nl && nl[1] == '\0');
+}
+
+long proc_status_kb(pid_t pid, const char *field)
+{
+    char path[64], line[256];
+    long kb = -1;
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, field, strlen(field)) == 0 && line[strlen(field)] == ':')
+            kb = strtol(line + strlen(field) + 1, NULL, 10);
+    fclose(f);
+    return kb;
+}
+
+int raw_connect(unsigned port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int send_all(int fd, const char *buf, size_t len)
+{
+    while (len) {
+        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+        if (n <= 0)
+            return -1;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int count_fds_of(pid_t pid, const char *kind)
+{
+    char dir[64], path[512], target[64];
+    int n = 0;
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        ssize_t len = readlink(path, target, sizeof target - 1);
+        target[len > 0 ? len : 0] = '\0';
+        n += strncmp(target, kind, strlen(kind)) == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+int count_sockets(pid_t pid)
+{
+    return count_fds_of(pid, "socket:");
+}
+
+size_t read_until_close(int fd, char *buf, size_t len, int timeout_ms, int *closed)
+{
+    size_t used = 0;
+    *closed = 0;
+    for (;;) {
+        struct pollfd pfd = {fd, POLLIN, 0};
+        if (poll(&pfd, 1, timeout_ms) <= 0)
+            break;
+        ssize_t n = recv(fd, buf + used, len - used - 1, 0);
+        if (n <= 0) {
+            *closed = 1;
+            break;
+        }
+        used += (size_t)n;
+        if (used + 1 >= len)
+            break;
+    }
+    buf[used] = '\0';
+    return used;
+}

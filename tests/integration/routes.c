@@ -1,0 +1,436 @@
+/*
+ * Cases on what each route answers: the built-in routes' exact bytes, per-request overrides,
+ * drips and faults, routes from the config file, bodiless statuses on the wire, and both
+ * binaries answering alike.
+ */
+#include "itest.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* Every built-in route answers exact bytes, status, Content-Type and Content-Length. */
+static void routes_answer_exact_bytes(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    char h[256];
+    START(env, &s, "--delay", "20ms");
+
+    static const struct {
+        const char *method, *path, *body;
+        long status;
+        const char *want, *ctype, *clen;
+    } cases[] = {
+        {"GET", "/test", NULL, 200, "ok", "text/plain", "2"},
+        {"HEAD", "/test", NULL, 200, "", "text/plain", "2"},
+        {"GET", "/echo", NULL, 200, "OK", "text/plain", "2"},
+        {"POST", "/echo", "some body to discard", 200, "OK", "text/plain", "2"},
+        {"PUT", "/", "x", 200, "OK", "text/plain", "2"},
+        {"DELETE", "/", NULL, 200, "OK", "text/plain", "2"},
+        {"GET", "/", NULL, 200, "OK", "text/plain", "2"},
+        {"GET", "/healthz", NULL, 200, "ok", "text/plain", "2"},
+        {"GET", "/test?x=1", NULL, 200, "ok", "text/plain", "2"},
+        {"GET", "/nope", NULL, 404,
+         "{\"error\": \"no such route; try /test, /write, /echo or /healthz\", \"status\": 404}",
+         "application/json", "79"},
+        {"GET", "/test/", NULL, 404,
+         "{\"error\": \"no such route; try /test, /write, /echo or /healthz\", \"status\": 404}",
+         "application/json", "79"},
+        {"POST", "/test", "x", 405, "{\"error\": \"method not allowed; use GET\", \"status\": 405}",
+         "application/json", "55"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        http_request(s.port, cases[i].method, cases[i].path, cases[i].body, NULL, &r);
+        CHECK_INT(r.curl_code, CURLE_OK);
+        CHECK_INT(r.status, cases[i].status);
+        CHECK_STR(r.body, cases[i].want);
+        CHECK_STR(reply_header(&r, "Content-Type", h, sizeof h), cases[i].ctype);
+        CHECK_STR(reply_header(&r, "Content-Length", h, sizeof h), cases[i].clen);
+    }
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), "delay;dur=20");
+    http_request(s.port, "POST", "/test", "x", NULL, &r);
+    CHECK_STR(reply_header(&r, "Allow", h, sizeof h), "GET, HEAD");
+    http_request(s.port, "GET", "/echo", NULL, NULL, &r);
+    CHECK(reply_header(&r, "Server-Timing", h, sizeof h) == NULL);
+    stop_expect_clean(&s);
+}
+
+/* Per-request overrides: query delay=, status=, size= and the X-Slowsrv-* headers. */
+static void overrides_shape_each_request(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    char h[64];
+    START(env, &s, "--delay", "0", "--max-size", "200000");
+    http_request(s.port, "GET", "/echo?delay=200ms", NULL, NULL, &r);
+    CHECK_STR(r.body, "OK");
+    CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), "delay;dur=200");
+    if (r.seconds < 0.2 || r.seconds > 0.2 + LONE_SLACK)
+        CHECK_FAIL_("?delay=200ms took %.3f s", r.seconds);
+    http_request(s.port, "GET", "/echo?status=418", NULL, NULL, &r);
+    CHECK_INT(r.status, 418);
+    CHECK_STR(r.body, "OK");
+    http_request(s.port, "GET", "/test?size=150000", NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(r.body_len, 150000);
+    CHECK_STR(reply_header(&r, "Content-Length", h, sizeof h), "150000");
+    const char *hdrs[] = {"X-Slowsrv-Delay: 100ms", "X-Slowsrv-Status: 503", NULL};
+    http_request(s.port, "GET", "/", NULL, hdrs, &r);
+    CHECK_INT(r.status, 503);
+    CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), "delay;dur=100");
+    static const struct {
+        const char *target, *body;
+    } bad[] = {
+        {"/echo?delay=61s",
+         "{\"error\": \"delay: 61000 ms is over --max-delay 60000 ms\", \"status\": 400}"},
+        {"/echo?status=700",
+         "{\"error\": \"status: '700' is not an HTTP status from 200 to 599\", \"status\": 400}"},
+        {"/echo?status=100",
+         "{\"error\": \"status: '100' is not an HTTP status from 200 to 599\", \"status\": 400}"},
+        {"/echo?size=200001", "{\"error\": \"size: '200001' is not a byte count from 0 to "
+                              "--max-size 200000\", \"status\": 400}"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        http_request(s.port, "GET", bad[i].target, NULL, NULL, &r);
+        CHECK_INT(r.status, 400);
+        CHECK_STR(r.body, bad[i].body);
+    }
+    stop_expect_clean(&s);
+
+    START(env, &s, "--no-overrides");
+    http_request(s.port, "GET", "/echo?delay=5s&status=500", NULL, hdrs, &r);
+    CHECK_INT(r.status, 200);
+    CHECK(r.seconds < 1.0);
+    stop_expect_clean(&s);
+}
+
+/* ?drip= sends the body in chunks spread over its duration, after the delay; ?fault= breaks the
+ * answer the way a failing server does, each seen by libcurl as its own error; bad values get a
+ * 400 naming the parameter, and the server goes on. */
+static void drip_and_faults(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    char h[64];
+    START(env, &s, "--delay", "100ms");
+    http_request(s.port, "GET", "/test?size=1000&drip=5,1s", NULL, NULL, &r);
+    CHECK_INT(r.curl_code, 0);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(r.body_len, 1000);
+    CHECK_STR(reply_header(&r, "Content-Length", h, sizeof h), "1000");
+    CHECK_INT(strncmp(r.body, "slowsrv filler", 14), 0);
+    /* Headers after the delay, the first chunk 200 ms later, the last 1 s after the headers. */
+    if (r.first_body_at < 0.3 || r.first_body_at > 0.3 + LONE_SLACK)
+        CHECK_FAIL_("first chunk after %.3f s, want about 0.3 s", r.first_body_at);
+    if (r.seconds < 1.1 || r.seconds > 1.1 + LONE_SLACK)
+        CHECK_FAIL_("drip=5,1s after 100 ms took %.3f s, want about 1.1 s", r.seconds);
+    if (r.body_writes < 5)
+        CHECK_FAIL_("body came in %u pieces, want 5 chunks", r.body_writes);
+    const char *drip_hdr[] = {"X-Slowsrv-Drip: 2,400ms", NULL};
+    http_request(s.port, "GET", "/echo", NULL, drip_hdr, &r);
+    CHECK_STR(r.body, "OK");
+    if (r.seconds < 0.4 || r.seconds > 0.4 + LONE_SLACK)
+        CHECK_FAIL_("X-Slowsrv-Drip: 2,400ms took %.3f s", r.seconds);
+
+    static const struct {
+        const char *target;
+        int curl_code; /* what libcurl reports */
+        long status;
+        size_t body_len;
+    } faults[] = {
+        {"/test?fault=close", CURLE_GOT_NOTHING, 0, 0},
+        {"/test?fault=reset", CURLE_RECV_ERROR, 0, 0},
+        {"/test?size=100&fault=truncate", CURLE_PARTIAL_FILE, 200, 50},
+        {"/test?size=100&drip=4,400ms&fault=truncate", CURLE_PARTIAL_FILE, 200, 50},
+    };
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
+        http_request(s.port, "GET", faults[i].target, NULL, NULL, &r);
+        if (r.curl_code != faults[i].curl_code)
+            CHECK_FAIL_("%s: libcurl says %d (%s), want %d", faults[i].target, r.curl_code,
+                        curl_easy_strerror((CURLcode)r.curl_code), faults[i].curl_code);
+        else
+            check_passed++;
+        CHECK_INT(r.status, faults[i].status);
+        CHECK_INT(r.body_len, faults[i].body_len);
+        /* Faults come after the delay, as a server failing mid-work would. */
+        if (r.seconds < 0.1 || r.seconds > 0.1 + LONE_SLACK + (i == 3 ? 0.2 : 0))
+            CHECK_FAIL_("%s came after %.3f s, want the 100 ms delay (plus half the drip)",
+                        faults[i].target, r.seconds);
+    }
+
+    static const struct {
+        const char *method, *target, *body;
+    } bad[] = {
+        {"GET", "/test?drip=0",
+         "{\"error\": \"drip: bad drip '0' (want CHUNKS,DURATION with 1 to 100000 chunks, e.g. "
+         "10,2s)\", \"status\": 400}"},
+        {"GET", "/test?drip=5,2s",
+         "{\"error\": \"drip: 5 chunks need a body of at least 5 bytes (this one has 2); add "
+         "size=\", \"status\": 400}"},
+        {"GET", "/test?drip=1,61s",
+         "{\"error\": \"drip: 61000 ms is over --max-delay 60000 ms\", \"status\": 400}"},
+        {"GET", "/test?fault=explode",
+         "{\"error\": \"fault: 'explode' is not close, reset, truncate or none\", "
+         "\"status\": 400}"},
+        {"GET", "/echo?size=0&fault=truncate",
+         "{\"error\": \"fault: truncate needs a body to cut; add size=\", \"status\": 400}"},
+        {"POST", "/write?fault=reset",
+         "{\"error\": \"drip, fault: only on routes with a fixed answer (not /write)\", "
+         "\"status\": 400}"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        http_request(s.port, bad[i].method, bad[i].target, NULL, NULL, &r);
+        CHECK_INT(r.status, 400);
+        CHECK_STR(r.body, bad[i].body);
+    }
+    /* The server goes on, and counts the faults apart from client cancels. */
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_STR(r.body, "ok");
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "faults"), 4);
+    CHECK_INT(json_number(j, "cancels"), 0);
+    CHECK_INT(json_number(j, "in_flight"), 0);
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
+/* Routes from the config file may drip, fail and have a worker pool of their own. */
+static void config_routes_drip_fail_and_pool(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    long status[5];
+    double secs[5];
+    int ok[5];
+    const char *path = write_file(
+        env, "shaped.json",
+        "{\"delay\": \"0\", \"routes\": [{\"path\": \"/slow-body\", \"body\": \"0123456789\", "
+        "\"drip\": \"5,500ms\"}, {\"path\": \"/broken\", \"fault\": \"reset\", \"delay\": "
+        "\"50ms\"}, {\"path\": \"/db\", \"body\": \"row\", \"delay\": \"300ms\", \"workers\": 2, "
+        "\"queue\": 1}]}");
+    const char *args[] = {"--config", path, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    http_request(s.port, "GET", "/slow-body", NULL, NULL, &r);
+    CHECK_STR(r.body, "0123456789");
+    if (r.seconds < 0.5 || r.seconds > 0.5 + LONE_SLACK || r.body_writes < 5)
+        CHECK_FAIL_("drip 5,500ms: %.3f s in %u pieces", r.seconds, r.body_writes);
+    http_request(s.port, "GET", "/broken", NULL, NULL, &r);
+    CHECK_INT(r.curl_code, CURLE_RECV_ERROR);
+    /* 5 at once on /db: 2 served, 1 queued then served, 2 refused; /test has no pool. */
+    http_concurrent(s.port, "/db", 5, status, secs, ok, "row");
+    unsigned served = 0, refused = 0;
+    for (size_t i = 0; i < 5; i++) {
+        served += status[i] == 200 && ok[i];
+        refused += status[i] == 503;
+    }
+    CHECK_INT(served, 3);
+    CHECK_INT(refused, 2);
+    http_concurrent(s.port, "/test", 5, status, secs, ok, "ok");
+    for (size_t i = 0; i < 5; i++)
+        CHECK_INT(status[i], 200);
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "workers.size"), 2);
+    CHECK_INT(json_number(j, "workers.rejected"), 2);
+    CHECK_INT(json_number(j, "faults"), 1);
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
+/* Routes from the config file replace and extend the built-ins. */
+static void config_routes_are_served(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    char h[64];
+    const char *path = write_file(
+        env, "routes.json",
+        "{\"delay\": \"20ms\", \"routes\": [{\"path\": \"/echo\", \"status\": 202, \"body\": "
+        "\"accepted\"}, {\"path\": \"/api/orders\", \"method\": \"POST\", \"status\": 201, "
+        "\"body\": \"{\\\"id\\\": 7}\", \"headers\": {\"Content-Type\": \"application/json\", "
+        "\"X-Backend\": \"slowsrv\"}, \"delay\": \"150ms\"}]}");
+    const char *args[] = {"--config", path, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    http_request(s.port, "GET", "/echo", NULL, NULL, &r);
+    CHECK_INT(r.status, 202);
+    CHECK_STR(r.body, "accepted");
+    http_request(s.port, "POST", "/api/orders", "{}", NULL, &r);
+    CHECK_INT(r.status, 201);
+    CHECK_STR(r.body, "{\"id\": 7}");
+    CHECK_STR(reply_header(&r, "Content-Type", h, sizeof h), "application/json");
+    CHECK_STR(reply_header(&r, "X-Backend", h, sizeof h), "slowsrv");
+    CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), "delay;dur=150");
+    if (r.seconds < 0.15 || r.seconds > 0.15 + LONE_SLACK)
+        CHECK_FAIL_("a 150 ms route answered in %.3f s", r.seconds);
+    else
+        check_passed++;
+    http_request(s.port, "GET", "/api/orders", NULL, NULL, &r);
+    CHECK_INT(r.status, 405);
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), "delay;dur=20");
+    stop_expect_clean(&s);
+
+    const char *bad = write_file(env, "bad.json",
+                                 "{\"routes\": [{\"path\": \"/a\"}, {\"path\": "
+                                 "\"/b\", \"delay\": \"soon\"}]}");
+    struct bad_case c = {{"--config", NULL}, {NULL}, "bad.json: routes[1].delay: bad duration"};
+    c.args[1] = bad;
+    expect_refused(env, &c, 2);
+}
+
+/* Walks the pipelined answers in buf: fills status[], length[] (the Content-Length, -1 if none)
+ * and body_len[] for at most max answers (HEAD answers and 1xx/204/304 carry no body), and
+ * returns how many parsed. */
+static int parse_answers(const char *buf, const int *is_head, long *status, long *length,
+                         long *body_len, int max)
+{
+    int n = 0;
+    const char *p = buf;
+    while (n < max && strncmp(p, "HTTP/1.1 ", 9) == 0) {
+        const char *end = strstr(p, "\r\n\r\n");
+        if (!end)
+            break;
+        status[n] = strtol(p + 9, NULL, 10);
+        length[n] = -1;
+        long clen = 0;
+        for (const char *h = strstr(p, "\r\n"); h && h < end; h = strstr(h + 2, "\r\n")) {
+            if (strncasecmp(h + 2, "Content-Length:", 15) == 0)
+                length[n] = clen = strtol(h + 17, NULL, 10);
+        }
+        int bodiless = is_head[n] || status[n] == 204 || status[n] == 304 || status[n] < 200;
+        body_len[n] = bodiless ? 0 : clen;
+        p = end + 4 + body_len[n];
+        n++;
+    }
+    return n;
+}
+
+/* 204 and 304 answers carry neither a body nor a Content-Length, on the wire, and the
+ * connection goes on to the next pipelined request; a HEAD answer keeps its length. Also for a
+ * configured route whose status is 304. libmicrohttpd 0.9.75 adds "Content-Length: 0" to every
+ * 304 and cannot be told not to: slowsrv's 304s carry that (README, engine notes). */
+static void bodiless_statuses_on_the_wire(const struct itest_env *env)
+{
+    struct server s;
+    char buf[8192];
+    int closed;
+    const char *path = write_file(env, "bodiless.json",
+                                  "{\"delay\": \"0\", \"routes\": [{\"path\": "
+                                  "\"/cached\", \"status\": 304, \"body\": "
+                                  "\"never sent\"}]}");
+    const char *args[] = {"--config", path, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    static const char reqs[] = "GET /echo?status=304 HTTP/1.1\r\nHost: x\r\n\r\n"
+                               "GET /echo?status=204 HTTP/1.1\r\nHost: x\r\n\r\n"
+                               "HEAD /test HTTP/1.1\r\nHost: x\r\n\r\n"
+                               "GET /cached HTTP/1.1\r\nHost: x\r\n\r\n"
+                               "GET /test?size=10&status=304 HTTP/1.1\r\nHost: x\r\n\r\n"
+                               "GET /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    static const int is_head[6] = {0, 0, 1, 0, 0, 0};
+    static const long want_status[6] = {304, 204, 200, 304, 304, 200};
+    long want_length[6] = {-1, -1, 2, -1, -1, 2};
+    long status[6] = {0}, body_len[6] = {0}, length[6] = {0};
+    if (itest_has(env, ENGINE_LENGTH_ON_304))
+        want_length[0] = want_length[3] = want_length[4] = 0;
+    int fd = raw_connect(s.port);
+    send_all(fd, reqs, sizeof reqs - 1);
+    read_until_close(fd, buf, sizeof buf, 3000, &closed);
+    close(fd);
+    CHECK_INT(parse_answers(buf, is_head, status, length, body_len, 6), 6);
+    for (int i = 0; i < 6; i++) {
+        CHECK_INT(status[i], want_status[i]);
+        CHECK_INT(length[i], want_length[i]);
+    }
+    /* The last answer is the echo's "OK", right where the walk says it starts. */
+    size_t len = strlen(buf);
+    CHECK(len >= 2 && strcmp(buf + len - 2, "OK") == 0);
+    stop_expect_clean(&s);
+}
+
+/* Both binaries give the same status, body and headers to the same requests. */
+static void binaries_answer_alike(const struct itest_env *env)
+{
+    struct server a, b;
+    const char *args[] = {"--delay", "30ms", "--max-body", "1M", NULL};
+    if (!env->other_bin) {
+        CHECK_FAIL_("%s", "needs the second binary as third argument");
+        return;
+    }
+    if (server_start(&a, env->bin, args, NULL) != 0 ||
+        server_start(&b, env->other_bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "a server did not start");
+        return;
+    }
+    static const struct {
+        const char *method, *path, *body, *hdr;
+    } reqs[] = {
+        {"GET", "/test", NULL, NULL},
+        {"HEAD", "/test", NULL, NULL},
+        {"GET", "/test?x=1", NULL, NULL},
+        {"POST", "/test", "x", NULL},
+        {"GET", "/echo", NULL, NULL},
+        {"POST", "/echo", "abc", NULL},
+        {"PUT", "/", "abc", NULL},
+        {"GET", "/healthz", NULL, NULL},
+        {"GET", "/nope", NULL, NULL},
+        {"GET", "/write", NULL, NULL},
+        {"POST", "/write", "x", "Content-Type: text/plain"},
+        {"POST", "/write", "x", "Content-Type: multipart/form-data"},
+        {"POST", "/write",
+         "--B\r\nContent-Disposition: form-data; name=\"data\"\r\n\r\nab\r\n--B--",
+         "Content-Type: multipart/form-data; boundary=B"},
+        {"POST", "/write", "--B\r\nContent-Disposition: form-data; name=\"data\"\r\n\r\nab",
+         "Content-Type: multipart/form-data; boundary=B"},
+        {"POST", "/write", "--B\r\nContent-Disposition: form-data; name=\"x\"\r\n\r\nab\r\n--B--",
+         "Content-Type: multipart/form-data; boundary=B"},
+    };
+    static const char *const compared[] = {"Content-Type", "Content-Length", "Server-Timing",
+                                           "Allow"};
+    for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {
+        static struct reply ra, rb;
+        const char *hdrs[] = {reqs[i].hdr, NULL};
+        http_request(a.port, reqs[i].method, reqs[i].path, reqs[i].body, hdrs, &ra);
+        http_request(b.port, reqs[i].method, reqs[i].path, reqs[i].body, hdrs, &rb);
+        if (ra.status != rb.status || strcmp(ra.body, rb.body) != 0) {
+            CHECK_FAIL_("%s %s: %ld '%s' vs %ld '%s'", reqs[i].method, reqs[i].path, ra.status,
+                        ra.body, rb.status, rb.body);
+            continue;
+        }
+        check_passed++;
+        for (size_t k = 0; k < sizeof compared / sizeof compared[0]; k++) {
+            char ha[128], hb[128];
+            const char *va = reply_header(&ra, compared[k], ha, sizeof ha);
+            const char *vb = reply_header(&rb, compared[k], hb, sizeof hb);
+            if ((va == NULL) != (vb == NULL) || (va && strcmp(va, vb) != 0))
+                CHECK_FAIL_("%s %s: %s '%s' vs '%s'", reqs[i].method, reqs[i].path, compared[k],
+                            va ? va : "(none)", vb ? vb : "(none)");
+            else
+                check_passed++;
+        }
+    }
+    stop_expect_clean(&a);
+    stop_expect_clean(&b);
+}
+
+static const struct itest_case cases[] = {
+    {"routes_answer_exact_bytes", routes_answer_exact_bytes, ITEST_PLAIN, 0},
+    {"overrides_shape_each_request", overrides_shape_each_request, ITEST_PLAIN, 0},
+    {"drip_and_faults", drip_and_faults, ITEST_PLAIN, 0},
+    {"config_routes_drip_fail_and_pool", config_routes_drip_fail_and_pool, ITEST_PLAIN, 0},
+    {"config_routes_are_served", config_routes_are_served, ITEST_PLAIN, 0},
+    {"bodiless_statuses_on_the_wire", bodiless_statuses_on_the_wire, ITEST_PLAIN, 0},
+    {"binaries_answer_alike", binaries_answer_alike, ITEST_BOTH, 0},
+};
+
+const struct itest_suite itest_suite_routes = {"routes", cases, sizeof cases / sizeof cases[0]};
