@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "timer.h"
 
@@ -97,6 +99,7 @@ void route_table_init(struct route_table *t, const struct config *cfg)
     t->error_rate = cfg->error_rate;
     t->error_status = cfg->error_status;
     atomic_init(&t->filler, NULL);
+    t->filler_span = 0;
     t->pool = NULL;
     t->access = NULL;
     t->overflow_reset = cfg->overflow == CONFIG_OVERFLOW_RESET;
@@ -161,7 +164,9 @@ void route_table_flush(struct route_table *t)
 
 void route_table_cleanup(struct route_table *t)
 {
-    free(atomic_load(&t->filler));
+    char *f = atomic_load(&t->filler);
+    if (f)
+        munmap(f, t->filler_span);
     atomic_store(&t->filler, NULL);
     free_pool(&t->pool);
     for (size_t i = 0; i < t->count; i++)
@@ -304,21 +309,59 @@ static long override_input(const struct route_request *rq, const char *param, co
     return n;
 }
 
+/* The ?size= body: max_size bytes of a 64-byte line, over and over. One block of it is written
+ * to a memfd that is mapped again and again side by side over the whole span, so the span costs
+ * one block of memory, nothing is written when it is made, and a page is touched only when an
+ * answer sends it. (Filling max_size bytes, 16 MiB by default, stalled the loop that did it for
+ * 20 to 50 ms.) The block is a multiple of the page size, so the line runs on across blocks.
+ * Sets *span to the length mapped; returns NULL when it cannot be made. */
+#define FILLER_LINE 64
+
+static char *filler_map(uint64_t size, size_t *span)
+{
+    static const char line[FILLER_LINE + 1] =
+        "slowsrv filler 0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJ\n";
+    size_t block = 64 * 1024;
+    while (size / block > 256)
+        block *= 2;
+    size_t count = (size_t)((size + block - 1) / block);
+    *span = count * block;
+    char *buf = malloc(block);
+    int fd = memfd_create("slowsrv-filler", MFD_CLOEXEC);
+    char *base = MAP_FAILED;
+    if (buf && fd >= 0) {
+        for (size_t i = 0; i < block; i += FILLER_LINE)
+            memcpy(buf + i, line, FILLER_LINE);
+        if (pwrite(fd, buf, block, 0) == (ssize_t)block)
+            base = mmap(NULL, *span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    }
+    for (size_t i = 0; base != MAP_FAILED && i < count; i++) {
+        if (mmap(base + i * block, block, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+            munmap(base, *span);
+            base = MAP_FAILED;
+        }
+    }
+    free(buf);
+    if (fd >= 0)
+        close(fd); /* the mappings keep the memfd */
+    return base == MAP_FAILED ? NULL : base;
+}
+
 static const char *filler(struct route_table *t)
 {
     char *f = atomic_load(&t->filler);
     if (f)
         return f;
-    char *mine = malloc(t->max_size ? t->max_size : 1);
+    size_t span;
+    char *mine = filler_map(t->max_size ? t->max_size : 1, &span);
     if (!mine)
         return NULL;
-    static const char pattern[] = "slowsrv filler 0123456789 abcdefghijklmnopqrstuvwxyz\n";
-    for (size_t i = 0; i < t->max_size; i++)
-        mine[i] = pattern[i % (sizeof pattern - 1)];
     char *expected = NULL;
-    if (atomic_compare_exchange_strong(&t->filler, &expected, mine))
+    if (atomic_compare_exchange_strong(&t->filler, &expected, mine)) {
+        t->filler_span = span;
         return mine;
-    free(mine);
+    }
+    munmap(mine, span);
     return expected;
 }
 

@@ -69,7 +69,8 @@ struct route_table {
     double error_rate;
     unsigned error_status;
     _Atomic uint64_t seq[ROUTE_MAX]; /* requests planned per route: the draw index */
-    _Atomic(char *) filler;          /* max_size bytes for ?size=, made on first use */
+    _Atomic(char *) filler;          /* max_size bytes for ?size=, mapped on first use */
+    size_t filler_span;              /* bytes mapped at filler */
     struct pool *pool;               /* --workers, or NULL when unbounded */
     struct accesslog *access;        /* --access-log, or NULL when off */
     int overflow_reset;              /* beyond the pool: reset instead of 503 */

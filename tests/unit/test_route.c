@@ -665,8 +665,37 @@ static void route_refuses_oversized_targets_and_headers(void)
     route_table_cleanup(&t);
 }
 
+/* ?size=N answers N bytes of one 64-byte line over and over, the same bytes at every offset
+ * (also across the blocks the filler is mapped in), up to --max-size, at its default and at
+ * the 1 GiB ceiling. */
+static void route_size_bodies_repeat_one_line_to_the_last_byte(void)
+{
+    static const char line[] = "slowsrv filler 0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJ\n";
+    static const uint64_t maxes[] = {16ULL << 20, 1ULL << 30, 100};
+    for (size_t m = 0; m < sizeof maxes / sizeof maxes[0]; m++) {
+        struct config cfg = config_defaults;
+        struct route_table t;
+        struct plan p;
+        char target[64];
+        cfg.max_size = maxes[m];
+        route_table_init(&t, &cfg);
+        snprintf(target, sizeof target, "/echo?size=%llu", (unsigned long long)maxes[m]);
+        plan(&t, "GET", target, &p);
+        CHECK_INT(p.status, 200);
+        CHECK_U64(p.body_len, maxes[m]);
+        size_t bad = 0;
+        /* Every byte of the first 300 KiB, then a sample across the whole span. */
+        for (uint64_t i = 0; i < p.body_len; i += i < 300 * 1024 ? 1 : 4093)
+            bad += p.body[i] != line[i % 64];
+        bad += p.body[p.body_len - 1] != line[(p.body_len - 1) % 64];
+        CHECK_INT(bad, 0);
+        route_table_cleanup(&t);
+    }
+}
+
 int main(void)
 {
+    route_size_bodies_repeat_one_line_to_the_last_byte();
     route_drip_and_fault_shape_the_plan();
     route_config_shapes_and_pools();
     route_refuses_oversized_targets_and_headers();
