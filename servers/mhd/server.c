@@ -1180,7 +1180,20 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
             snprintf(err, NET_ERR_LEN, "%s: %.200s", srv->tls_cert ? "tls-key" : "tls-cert", why);
             mhd_server_free(srv);
             return -EINVAL;
+        } /* A certificate and key libmicrohttpd refuses are a config error, found before the
+           * port is bound (a daemon with no listening socket binds nothing). */
+        struct MHD_Daemon *probe =
+            MHD_start_daemon(MHD_USE_TLS | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, on_request,
+                             NULL, MHD_OPTION_HTTPS_MEM_CERT, srv->tls_cert,
+                             MHD_OPTION_HTTPS_MEM_KEY, srv->tls_key, MHD_OPTION_END);
+        if (!probe) {
+            snprintf(err, NET_ERR_LEN,
+                     "tls-key: %.80s does not load as the private key of %.80s (PEM expected)",
+                     cfg->tls_key, cfg->tls_cert);
+            mhd_server_free(srv);
+            return -EINVAL;
         }
+        MHD_stop_daemon(probe);
     }
     rc = net_open(err, cfg->bind, cfg->port, srv->nloops, LISTEN_BACKLOG, inherited_fd, fds,
                   &srv->port);
