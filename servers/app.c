@@ -26,7 +26,7 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     enum config_action action;
     char err[CONFIG_ERR_LEN];
     struct log lg;
-    void *srv;
+    struct app_server *srv;
     sigset_t sigs;
     int sig;
 

@@ -12,6 +12,9 @@
 #include "log.h"
 #include "net.h"
 
+/* The engine's server: each binary links one engine, which defines it; opaque to the app. */
+struct app_server;
+
 /* What an engine offers the app. Every call is made from the main thread. */
 struct app_engine {
     const char *program;          /* "slowsrv" */
@@ -21,12 +24,12 @@ struct app_engine {
     /* Listens (or takes `inherited`, a socket from systemd, when >= 0) and starts serving; on
      * failure fills err (NET_ERR_LEN) and returns a negative errno (-EADDRINUSE for a port in
      * use, -EINVAL for a bad setting such as a TLS file). */
-    int (*start)(void **srv, const struct config *cfg, const struct log *lg, int inherited,
-                 struct accesslog *access, char *err);
-    unsigned (*port)(const void *srv);
-    unsigned (*threads)(const void *srv); /* threads shown on the startup line */
-    void (*stop)(void *srv);              /* drain within cfg->grace_us and join */
-    void (*free)(void *srv);
+    int (*start)(struct app_server **srv, const struct config *cfg, const struct log *lg,
+                 int inherited, struct accesslog *access, char *err);
+    unsigned (*port)(const struct app_server *srv);
+    unsigned (*threads)(const struct app_server *srv); /* threads shown on the startup line */
+    void (*stop)(struct app_server *srv);              /* drain within cfg->grace_us and join */
+    void (*free)(struct app_server *srv);
 };
 
 /* Runs the program; returns its exit status. */

@@ -14,6 +14,7 @@
 
 #include <h2o.h>
 #include <h2o/http2.h>
+#include <h2o/version.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
@@ -24,24 +25,28 @@
 #include "timer.h"
 #include "upload.h"
 
+/* Defined at the end, with the engine table; the error paths of the start call them. */
+static void h2s_server_stop(struct app_server *srv);
+static void h2s_server_free(struct app_server *srv);
+
 #define LISTEN_BACKLOG 4096
 /* Longest wait of a loop while draining, so the grace deadline is noticed. */
 #define DRAIN_TICK_MS 50
 
-struct h2o_loop;
+struct h2s_loop;
 
-struct h2o_request {
+struct h2s_request {
     struct exchange x; /* first member: a popped timer node leads back to the request */
     h2o_req_t *req;
-    struct h2o_loop *loop;
+    struct h2s_loop *loop;
     int in_inbox; /* admitted by another thread, not yet taken by the loop; under inbox_lock */
     h2o_generator_t gen; /* a paced body (?drip=, ?fault=truncate) */
     uint64_t sent;       /* its bytes handed to libh2o so far */
     int sending;         /* bytes handed to libh2o and not yet sent (proceed is due) */
 };
 
-struct h2o_loop {
-    struct h2o_server *srv;
+struct h2s_loop {
+    struct app_server *srv;
     size_t index;
     pthread_t thread;
     int thread_started;
@@ -69,20 +74,20 @@ struct h2o_loop {
     uint64_t drain_until;
 };
 
-struct h2o_server {
+struct app_server {
     const struct config *cfg;
     const struct log *log;
     struct service svc; /* routes, worker pool, counters */
     unsigned port;
     size_t nloops;
-    struct h2o_loop *loops;
+    struct h2s_loop *loops;
     h2o_globalconf_t globalconf;
     SSL_CTX *ssl_ctx;
     atomic_int stopping;
     atomic_size_t ready; /* loops whose context and sockets are set up */
 };
 
-static void arm_timer(struct h2o_loop *loop)
+static void arm_timer(struct h2s_loop *loop)
 {
     struct timer_node *top = timer_heap_peek(&loop->timers);
     uint64_t due = top ? top->due_us : 0;
@@ -118,7 +123,7 @@ static void add_header(h2o_req_t *req, const char *name, const char *value)
     h2o_add_header_by_str(&req->pool, &req->res.headers, lower, n, 1, name, value, strlen(value));
 }
 
-static void start_answer(struct h2o_request *r, unsigned status, const char *content_type,
+static void start_answer(struct h2s_request *r, unsigned status, const char *content_type,
                          size_t len)
 {
     h2o_req_t *req = r->req;
@@ -137,7 +142,7 @@ static void start_answer(struct h2o_request *r, unsigned status, const char *con
     exchange_answer(&r->x);
 }
 
-static void send_answer(struct h2o_request *r, unsigned status, const char *content_type,
+static void send_answer(struct h2s_request *r, unsigned status, const char *content_type,
                         const char *body, size_t len)
 {
     start_answer(r, status, content_type, len);
@@ -146,7 +151,7 @@ static void send_answer(struct h2o_request *r, unsigned status, const char *cont
 
 /* Hands libh2o the next bytes of a paced body, or queues the timer of the next chunk. Runs when
  * the answer starts, when libh2o has sent the previous bytes (proceed) and when the timer pops. */
-static void send_paced(struct h2o_request *r)
+static void send_paced(struct h2s_request *r)
 {
     const struct plan *p = &r->x.plan;
     size_t len;
@@ -179,8 +184,8 @@ static void send_paced(struct h2o_request *r)
 
 static void on_paced_proceed(h2o_generator_t *gen, h2o_req_t *req)
 {
-    struct h2o_request *r =
-        (struct h2o_request *)(void *)((char *)gen - offsetof(struct h2o_request, gen));
+    struct h2s_request *r =
+        (struct h2s_request *)(void *)((char *)gen - offsetof(struct h2s_request, gen));
     (void)req;
     /* libh2o may ask again while the next chunk's timer runs: that timer sends it. */
     if (!r->sending)
@@ -200,7 +205,7 @@ static void on_paced_stop(h2o_generator_t *gen, h2o_req_t *req)
  * connection from a handler, so the socket is broken under it: shut down (the client reads an
  * end of stream) or reset (net_reset). The answer then sent fails to write, and libh2o closes
  * the connection itself. HTTP/2: every stream of the connection ends with it. */
-static void break_connection(struct h2o_request *r, int rst)
+static void break_connection(struct h2s_request *r, int rst)
 {
     h2o_req_t *req = r->req;
     h2o_socket_t *sock =
@@ -216,7 +221,7 @@ static void break_connection(struct h2o_request *r, int rst)
     h2o_send_error_503(req, "Service Unavailable", "", 0);
 }
 
-static void respond(struct h2o_request *r)
+static void respond(struct h2s_request *r)
 {
     const struct plan *p = &r->x.plan;
     if (p->action == PLAN_RESET || p->action == PLAN_CLOSE) {
@@ -232,7 +237,7 @@ static void respond(struct h2o_request *r)
         return;
     }
     if (p->action == PLAN_STATS || p->action == PLAN_METRICS) {
-        struct h2o_server *srv = r->loop->srv;
+        struct app_server *srv = r->loop->srv;
         char *text = service_report(&srv->svc, p->action);
         if (text) {
             send_answer(r, 200, p->content_type, text, strlen(text));
@@ -245,10 +250,10 @@ static void respond(struct h2o_request *r)
     send_answer(r, p->status, p->content_type, p->body, p->body_len);
 }
 
-static void arm_timer(struct h2o_loop *loop);
+static void arm_timer(struct h2s_loop *loop);
 
 /* Queues the request's delay; on_timer answers it. */
-static void wait_then_respond(struct h2o_request *r)
+static void wait_then_respond(struct h2s_request *r)
 {
     if (exchange_wait(&r->x, &r->loop->timers, timer_now_us()) != 0) {
         h2o_send_error_503(r->req, "Service Unavailable", "too many waiting requests", 0);
@@ -258,7 +263,7 @@ static void wait_then_respond(struct h2o_request *r)
 }
 
 /* POST /write: libh2o has already read the whole body into req->entity. */
-static void respond_upload(struct h2o_request *r)
+static void respond_upload(struct h2s_request *r)
 {
     h2o_req_t *req = r->req;
     char ctype[1024] = "";
@@ -286,8 +291,8 @@ static void respond_upload(struct h2o_request *r)
 
 static void on_dispose(void *p)
 {
-    struct h2o_request *r = p;
-    struct h2o_loop *loop = r->loop;
+    struct h2s_request *r = p;
+    struct h2s_loop *loop = r->loop;
     /* Admitted by another thread but not yet taken: it must not be taken after this. */
     pthread_mutex_lock(&loop->inbox_lock);
     if (r->in_inbox) {
@@ -313,11 +318,11 @@ static int client_gone(h2o_req_t *req)
 }
 
 /* Answers what is due by `now`. */
-static void fire_due(struct h2o_loop *loop, uint64_t now)
+static void fire_due(struct h2s_loop *loop, uint64_t now)
 {
     struct timer_node *node;
     while ((node = timer_heap_pop_due(&loop->timers, now)) != NULL) {
-        struct h2o_request *r = (struct h2o_request *)(void *)exchange_of_timer(node);
+        struct h2s_request *r = (struct h2s_request *)(void *)exchange_of_timer(node);
         if (r->x.state == EXCHANGE_SENDING) {
             /* The next chunk of a drip is due (unless libh2o still sends the previous one). */
             if (!r->sending)
@@ -334,7 +339,7 @@ static void fire_due(struct h2o_loop *loop, uint64_t now)
 
 static void on_timer(h2o_socket_t *sock, const char *err)
 {
-    struct h2o_loop *loop = sock->data;
+    struct h2s_loop *loop = sock->data;
     uint64_t expirations;
     (void)err;
     if (read(loop->timer_fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
@@ -367,7 +372,7 @@ static long on_lookup(void *ctx, enum route_input kind, const char *name, char *
 }
 
 /* Carries a request on once it may use a worker. */
-static void go(struct h2o_request *r)
+static void go(struct h2s_request *r)
 {
     if (r->x.plan.action == PLAN_UPLOAD)
         respond_upload(r);
@@ -381,8 +386,8 @@ static void go(struct h2o_request *r)
  * thread, under the pool's lock. */
 static void on_admit(struct pool_entry *e)
 {
-    struct h2o_request *r = (struct h2o_request *)(void *)exchange_of_entry(e);
-    struct h2o_loop *loop = r->loop;
+    struct h2s_request *r = (struct h2s_request *)(void *)exchange_of_entry(e);
+    struct h2s_loop *loop = r->loop;
     uint64_t one = 1;
     pthread_mutex_lock(&loop->inbox_lock);
     e->next = loop->inbox;
@@ -394,17 +399,17 @@ static void on_admit(struct pool_entry *e)
             strerror(errno));
 }
 
-static void take_inbox(struct h2o_loop *loop)
+static void take_inbox(struct h2s_loop *loop)
 {
     pthread_mutex_lock(&loop->inbox_lock);
     struct pool_entry *e = loop->inbox;
     loop->inbox = NULL;
     for (struct pool_entry *i = e; i; i = i->next)
-        ((struct h2o_request *)(void *)exchange_of_entry(i))->in_inbox = 0;
+        ((struct h2s_request *)(void *)exchange_of_entry(i))->in_inbox = 0;
     pthread_mutex_unlock(&loop->inbox_lock);
     while (e) {
         struct pool_entry *next = e->next;
-        struct h2o_request *r = (struct h2o_request *)(void *)exchange_of_entry(e);
+        struct h2s_request *r = (struct h2s_request *)(void *)exchange_of_entry(e);
         if (e->flushed) {
             r->x.state = EXCHANGE_CANCELLED;
             h2o_send_error_503(r->req, "Service Unavailable", "server stopping", 0);
@@ -417,14 +422,14 @@ static void take_inbox(struct h2o_loop *loop)
 }
 
 /* What slowsrv keeps of a connection: the socket's on_close data. */
-struct h2o_conn_state {
-    struct h2o_loop *loop;
+struct h2s_conn {
+    struct h2s_loop *loop;
     unsigned requests; /* begun on this connection */
 };
 
 static void on_conn_close(void *data)
 {
-    struct h2o_conn_state *c = data;
+    struct h2s_conn *c = data;
     service_conn_closed(&c->loop->srv->svc);
     free(c);
 }
@@ -437,8 +442,7 @@ static void count_request(h2o_req_t *req, const struct service *svc)
         return;
     h2o_socket_t *sock =
         req->conn->callbacks->get_socket ? req->conn->callbacks->get_socket(req->conn) : NULL;
-    struct h2o_conn_state *c =
-        sock && sock->on_close.cb == on_conn_close ? sock->on_close.data : NULL;
+    struct h2s_conn *c = sock && sock->on_close.cb == on_conn_close ? sock->on_close.data : NULL;
     if (c && service_request_on_connection(svc, &c->requests) && req->version < 0x200)
         req->http1_is_persistent = 0;
 }
@@ -455,8 +459,8 @@ static size_t header_bytes(const h2o_req_t *req)
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
-    struct h2o_loop *loop =
-        (struct h2o_loop *)(void *)((char *)req->conn->ctx - offsetof(struct h2o_loop, ctx));
+    struct h2s_loop *loop =
+        (struct h2s_loop *)(void *)((char *)req->conn->ctx - offsetof(struct h2s_loop, ctx));
     char method[32];
     size_t mlen = req->method.len < sizeof method - 1 ? req->method.len : sizeof method - 1;
     (void)self;
@@ -469,7 +473,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         fire_due(loop, now);
     memcpy(method, req->method.base, mlen);
     method[mlen] = '\0';
-    struct h2o_request *r = h2o_mem_alloc_shared(&req->pool, sizeof *r, on_dispose);
+    struct h2s_request *r = h2o_mem_alloc_shared(&req->pool, sizeof *r, on_dispose);
     memset(r, 0, sizeof *r);
     r->req = req;
     r->loop = loop;
@@ -503,14 +507,14 @@ static void on_accept(h2o_socket_t *listener, const char *err);
 
 static void on_accept_resume(h2o_timeout_entry_t *entry)
 {
-    struct h2o_loop *loop = H2O_STRUCT_FROM_MEMBER(struct h2o_loop, accept_resume, entry);
+    struct h2s_loop *loop = H2O_STRUCT_FROM_MEMBER(struct h2s_loop, accept_resume, entry);
     if (loop->listener)
         h2o_socket_read_start(loop->listener, on_accept);
 }
 
 static void on_accept(h2o_socket_t *listener, const char *err)
 {
-    struct h2o_loop *loop = listener->data;
+    struct h2s_loop *loop = listener->data;
     h2o_socket_t *sock = NULL;
     char msg[160];
     if (err)
@@ -523,7 +527,7 @@ static void on_accept(h2o_socket_t *listener, const char *err)
             h2o_socket_close(sock);
             continue;
         }
-        struct h2o_conn_state *c = malloc(sizeof *c);
+        struct h2s_conn *c = malloc(sizeof *c);
         if (!c) {
             service_conn_closed(&loop->srv->svc);
             h2o_socket_close(sock);
@@ -543,7 +547,7 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     }
 }
 
-static void begin_drain(struct h2o_loop *loop)
+static void begin_drain(struct h2s_loop *loop)
 {
     if (loop->draining)
         return;
@@ -560,7 +564,7 @@ static void begin_drain(struct h2o_loop *loop)
 
 static void on_wake(h2o_socket_t *sock, const char *err)
 {
-    struct h2o_loop *loop = sock->data;
+    struct h2s_loop *loop = sock->data;
     uint64_t v;
     (void)err;
     if (read(loop->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
@@ -575,7 +579,7 @@ static int conns_open(h2o_context_t *ctx)
     return !h2o_linklist_is_empty(&ctx->http1._conns) || !h2o_linklist_is_empty(&ctx->http2._conns);
 }
 
-static void run_until(struct h2o_loop *loop, int (*done)(struct h2o_loop *))
+static void run_until(struct h2s_loop *loop, int (*done)(struct h2s_loop *))
 {
     while (!done(loop)) {
         if (h2o_evloop_run(loop->evloop, loop->draining ? DRAIN_TICK_MS : INT32_MAX) != 0 &&
@@ -586,12 +590,12 @@ static void run_until(struct h2o_loop *loop, int (*done)(struct h2o_loop *))
     }
 }
 
-static int drained(struct h2o_loop *loop)
+static int drained(struct h2s_loop *loop)
 {
     return loop->draining && (loop->active == 0 || timer_now_us() >= loop->drain_until);
 }
 
-static int closed(struct h2o_loop *loop)
+static int closed(struct h2s_loop *loop)
 {
     return !conns_open(&loop->ctx) || timer_now_us() >= loop->drain_until;
 }
@@ -599,7 +603,7 @@ static int closed(struct h2o_loop *loop)
 /* Releases the loop in its own thread, as libh2o's buffer caches are per thread. A context
  * with connections still open (after the extra second) is left as it is: disposing it would
  * pull memory from under them. */
-static void teardown(struct h2o_loop *loop)
+static void teardown(struct h2s_loop *loop)
 {
     h2o_socket_read_stop(loop->timer_sock);
     h2o_socket_close(loop->timer_sock);
@@ -629,8 +633,8 @@ static void teardown(struct h2o_loop *loop)
 
 static void *loop_main(void *arg)
 {
-    struct h2o_loop *loop = arg;
-    struct h2o_server *srv = loop->srv;
+    struct h2s_loop *loop = arg;
+    struct app_server *srv = loop->srv;
 
     /* libh2o keeps per-thread buffer pools: the loop and context are made in their thread. */
     loop->evloop = h2o_evloop_create();
@@ -664,7 +668,7 @@ static void *loop_main(void *arg)
      * connections and HTTP/2 sessions are asked to close, for at most one more second. */
     struct timer_node *node;
     while ((node = timer_heap_pop_due(&loop->timers, UINT64_MAX)) != NULL) {
-        struct h2o_request *r = (struct h2o_request *)(void *)exchange_of_timer(node);
+        struct h2s_request *r = (struct h2s_request *)(void *)exchange_of_timer(node);
         if (r->x.state == EXCHANGE_SENDING) { /* a drip, cut short */
             if (!r->sending)
                 h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
@@ -680,7 +684,7 @@ static void *loop_main(void *arg)
     return NULL;
 }
 
-static int setup_tls(struct h2o_server *srv, char *err)
+static int setup_tls(struct app_server *srv, char *err)
 {
     const struct config *cfg = srv->cfg;
     srv->ssl_ctx = SSL_CTX_new(TLS_server_method());
@@ -704,7 +708,7 @@ static int setup_tls(struct h2o_server *srv, char *err)
     return 0;
 }
 
-static int setup_globalconf(struct h2o_server *srv, char *err)
+static int setup_globalconf(struct app_server *srv, char *err)
 {
     h2o_globalconf_t *g = &srv->globalconf;
     h2o_config_init(g);
@@ -734,10 +738,10 @@ static int setup_globalconf(struct h2o_server *srv, char *err)
     return 0;
 }
 
-int h2o_server_start(struct h2o_server **out, const struct config *cfg, const struct log *lg,
-                     int inherited_fd, struct accesslog *access, char *err)
+static int h2s_server_start(struct app_server **out, const struct config *cfg, const struct log *lg,
+                            int inherited_fd, struct accesslog *access, char *err)
 {
-    struct h2o_server *srv = calloc(1, sizeof *srv);
+    struct app_server *srv = calloc(1, sizeof *srv);
     int fds[1024];
     int rc = 0;
 
@@ -758,7 +762,7 @@ int h2o_server_start(struct h2o_server **out, const struct config *cfg, const st
     srv->loops = calloc(srv->nloops, sizeof *srv->loops);
     if (!srv->loops) {
         snprintf(err, NET_ERR_LEN, "out of memory");
-        h2o_server_free(srv);
+        h2s_server_free(srv);
         return -ENOMEM;
     }
     for (size_t i = 0; i < srv->nloops; i++) {
@@ -769,19 +773,19 @@ int h2o_server_start(struct h2o_server **out, const struct config *cfg, const st
     if (rc == 0 && cfg->tls_cert[0])
         rc = setup_tls(srv, err);
     if (rc != 0) {
-        h2o_server_free(srv);
+        h2s_server_free(srv);
         return rc;
     }
     rc = net_open(err, cfg->bind, cfg->port, srv->nloops, LISTEN_BACKLOG, inherited_fd, fds,
                   &srv->port);
     if (rc != 0) {
-        h2o_server_free(srv);
+        h2s_server_free(srv);
         return rc;
     }
     /* Any one loop may hold every connection the limit allows. */
     size_t per_loop = cfg->max_connections;
     for (size_t i = 0; i < srv->nloops; i++) {
-        struct h2o_loop *loop = &srv->loops[i];
+        struct h2s_loop *loop = &srv->loops[i];
         loop->srv = srv;
         loop->index = i;
         loop->listen_fd = fds[i];
@@ -815,25 +819,25 @@ int h2o_server_start(struct h2o_server **out, const struct config *cfg, const st
         rc = -ETIMEDOUT;
     }
     if (rc != 0) {
-        h2o_server_stop(srv);
-        h2o_server_free(srv);
+        h2s_server_stop(srv);
+        h2s_server_free(srv);
         return rc;
     }
     *out = srv;
     return 0;
 }
 
-unsigned h2o_server_port(const struct h2o_server *srv)
+static unsigned h2s_server_port(const struct app_server *srv)
 {
     return srv->port;
 }
 
-unsigned h2o_server_threads(const struct h2o_server *srv)
+static unsigned h2s_server_threads(const struct app_server *srv)
 {
     return (unsigned)srv->nloops;
 }
 
-void h2o_server_stop(struct h2o_server *srv)
+static void h2s_server_stop(struct app_server *srv)
 {
     atomic_store(&srv->stopping, 1);
     for (size_t i = 0; i < srv->nloops; i++) {
@@ -848,12 +852,12 @@ void h2o_server_stop(struct h2o_server *srv)
     }
 }
 
-void h2o_server_free(struct h2o_server *srv)
+static void h2s_server_free(struct app_server *srv)
 {
     if (!srv)
         return;
     for (size_t i = 0; srv->loops && i < srv->nloops; i++) {
-        struct h2o_loop *loop = &srv->loops[i];
+        struct h2s_loop *loop = &srv->loops[i];
         if (loop->listen_fd >= 0)
             close(loop->listen_fd);
         if (loop->timer_fd >= 0)
@@ -871,3 +875,20 @@ void h2o_server_free(struct h2o_server *srv)
         SSL_CTX_free(srv->ssl_ctx);
     free(srv);
 }
+
+static const char *library(void)
+{
+    return "libh2o " H2O_VERSION;
+}
+
+const struct app_engine h2o_engine = {
+    .program = "slowsrv-h2o",
+    .name = "h2o",
+    .engine = CONFIG_ENGINE_H2O,
+    .library = library,
+    .start = h2s_server_start,
+    .port = h2s_server_port,
+    .threads = h2s_server_threads,
+    .stop = h2s_server_stop,
+    .free = h2s_server_free,
+};

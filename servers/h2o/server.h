@@ -13,32 +13,17 @@
 #ifndef SLOWSRV_H2O_SERVER_H
 #define SLOWSRV_H2O_SERVER_H
 
-#include "accesslog.h"
-#include "config.h"
-#include "log.h"
-#include "net.h"
+#include "../app.h"
 
-struct h2o_server;
-
-/* Requests are logged to `access` (NULL: none). Listens on cfg's address, or on inherited_fd
- * (socket activation; -1 for none), (TLS when cfg names a certificate) and starts the loop threads.
- * cfg and lg must outlive the server. Returns 0 and sets *out, or a negative errno with a one-line
- * reason in err (NET_ERR_LEN bytes): -EADDRINUSE for a port in use, -EINVAL for unusable TLS files.
- * Call from the main thread with SIGTERM and SIGINT blocked. */
-int h2o_server_start(struct h2o_server **out, const struct config *cfg, const struct log *lg,
-                     int inherited_fd, struct accesslog *access, char *err);
-
-/* The port actually bound. */
-unsigned h2o_server_port(const struct h2o_server *srv);
-
-/* Number of loop threads. */
-unsigned h2o_server_threads(const struct h2o_server *srv);
-
-/* Stops accepting, lets in-flight requests finish for up to cfg->grace_us, then closes the
- * connections and joins the threads. Call once, from the thread that started the server. */
-void h2o_server_stop(struct h2o_server *srv);
-
-/* Frees a stopped server. */
-void h2o_server_free(struct h2o_server *srv);
+/* The engine's entry points for app_main (servers/app.h). start: Requests are logged to `access`
+ * (NULL: none). Listens on cfg's address, or on inherited_fd (socket activation; -1 for none), (TLS
+ * when cfg names a certificate) and starts the loop threads. cfg and lg must outlive the server.
+ * Returns 0 and sets *out, or a negative errno with a one-line reason in err (NET_ERR_LEN bytes):
+ * -EADDRINUSE for a port in use, -EINVAL for unusable TLS files. Call from the main thread with
+ * SIGTERM and SIGINT blocked. port: the port actually bound (useful with --port 0). threads:
+ * event-loop threads serving. stop: stops accepting, lets in-flight requests finish for up to
+ * cfg->grace_us, closes every connection and joins the threads; blocks; call once, from the thread
+ * that started it. free: frees a stopped server. */
+extern const struct app_engine h2o_engine;
 
 #endif

@@ -27,6 +27,10 @@
  * keep-alive connection once it has served a request; 8 KiB still holds request headers of
  * several KiB, the request line and our small responses. */
 #define CONN_MEMORY_LIMIT (8 * 1024)
+/* Defined at the end, with the engine table; the error paths of the start call them. */
+static void mhd_server_stop(struct app_server *srv);
+static void mhd_server_free(struct app_server *srv);
+
 #define LISTEN_BACKLOG 4096
 /* Longest wait in a loop iteration, so a stop request is noticed promptly. */
 #define LOOP_TICK_US (100 * 1000)
@@ -73,7 +77,7 @@ struct conn_watch {
 };
 
 struct mhd_loop {
-    struct mhd_server *srv;
+    struct app_server *srv;
     size_t index;
     struct mhd_shard *shards; /* one unless the epoll model */
     size_t nshards;
@@ -105,7 +109,7 @@ struct mhd_loop {
     int watch_started;
 };
 
-struct mhd_server {
+struct app_server {
     const struct config *cfg;
     const struct log *log;
     struct service svc; /* routes, worker pool, counters */
@@ -178,7 +182,7 @@ static struct MHD_Response *build_response(const struct plan *p)
 }
 
 /* Builds the default answer of every route once per loop; the hot path then only queues it. */
-static int build_cache(struct mhd_server *srv, struct MHD_Response **cache)
+static int build_cache(struct app_server *srv, struct MHD_Response **cache)
 {
     for (size_t i = 0; i < srv->svc.routes.count; i++) {
         struct plan p;
@@ -204,7 +208,7 @@ static void free_cache(struct MHD_Response **cache, size_t n)
     }
 }
 
-static struct MHD_Response *report_response(struct mhd_server *srv, const struct plan *p)
+static struct MHD_Response *report_response(struct app_server *srv, const struct plan *p)
 {
     char *text = service_report(&srv->svc, p->action);
     if (!text)
@@ -238,7 +242,7 @@ static ssize_t read_paced(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct request *rq = cls;
     struct mhd_loop *loop = rq->shard->loop;
-    struct mhd_server *srv = loop->srv;
+    struct app_server *srv = loop->srv;
     size_t len;
     uint64_t due, now;
     for (;;) {
@@ -326,7 +330,7 @@ static void deadline_after(struct timespec *ts, uint64_t us)
  * when the server gives up draining (hard stop). */
 static int tpc_sleep(void *arg, uint64_t delay_us)
 {
-    struct mhd_server *srv = arg;
+    struct app_server *srv = arg;
     struct timespec ts;
     int cut;
     deadline_after(&ts, delay_us);
@@ -343,7 +347,7 @@ static int tpc_sleep(void *arg, uint64_t delay_us)
 static enum MHD_Result start_delay(struct request *rq)
 {
     struct mhd_loop *loop = rq->shard->loop;
-    struct mhd_server *srv = loop->srv;
+    struct app_server *srv = loop->srv;
 
     if (srv->tpc) {
         exchange_sleep(&rq->x, tpc_sleep, srv);
@@ -379,7 +383,7 @@ static void wake_loop(struct mhd_loop *loop)
 static void on_admit(struct pool_entry *e)
 {
     struct request *rq = (struct request *)(void *)exchange_of_entry(e);
-    struct mhd_server *srv = rq->shard->loop->srv;
+    struct app_server *srv = rq->shard->loop->srv;
     if (srv->tpc) {
         pthread_mutex_lock(&srv->sleep_lock);
         rq->x.state = e->flushed ? EXCHANGE_CANCELLED : EXCHANGE_ADMITTED;
@@ -396,7 +400,7 @@ static void on_admit(struct pool_entry *e)
  * would. */
 static enum MHD_Result admit_then_proceed(struct request *rq)
 {
-    struct mhd_server *srv = rq->shard->loop->srv;
+    struct app_server *srv = rq->shard->loop->srv;
     if (!rq->x.pool)
         return proceed(rq);
     if (srv->tpc) {
@@ -915,7 +919,7 @@ static void run_select(struct mhd_loop *loop, uint64_t wait_us)
 static void *loop_main(void *arg)
 {
     struct mhd_loop *loop = arg;
-    struct mhd_server *srv = loop->srv;
+    struct app_server *srv = loop->srv;
     uint64_t drain_until = 0;
     int quiesced = 0;
 
@@ -1013,7 +1017,7 @@ static unsigned daemon_flags(const struct config *cfg)
 
 static int start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err)
 {
-    struct mhd_server *srv = shard->loop->srv;
+    struct app_server *srv = shard->loop->srv;
     unsigned flags = daemon_flags(srv->cfg);
     struct MHD_OptionItem opts[16];
     size_t n = 0;
@@ -1119,10 +1123,10 @@ static int loop_epoll_init(struct mhd_loop *loop, char *err)
     return shard_open(loop, err);
 }
 
-int mhd_server_start(struct mhd_server **out, const struct config *cfg, const struct log *lg,
-                     int inherited_fd, struct accesslog *access, char *err)
+static int mhd_server_start(struct app_server **out, const struct config *cfg, const struct log *lg,
+                            int inherited_fd, struct accesslog *access, char *err)
 {
-    struct mhd_server *srv = calloc(1, sizeof *srv);
+    struct app_server *srv = calloc(1, sizeof *srv);
     int fds[1024];
     int rc;
 
@@ -1265,17 +1269,17 @@ int mhd_server_start(struct mhd_server **out, const struct config *cfg, const st
     return 0;
 }
 
-unsigned mhd_server_port(const struct mhd_server *srv)
+static unsigned mhd_server_port(const struct app_server *srv)
 {
     return srv->port;
 }
 
-unsigned mhd_server_threads(const struct mhd_server *srv)
+static unsigned mhd_server_threads(const struct app_server *srv)
 {
     return (unsigned)srv->nloops;
 }
 
-static size_t active_total(struct mhd_server *srv)
+static size_t active_total(struct app_server *srv)
 {
     size_t n = 0;
     for (size_t i = 0; i < srv->nloops; i++)
@@ -1284,7 +1288,7 @@ static size_t active_total(struct mhd_server *srv)
 }
 
 /* thread-per-connection: MHD runs its own threads, so the drain is watched from here. */
-static void tpc_drain(struct mhd_server *srv)
+static void tpc_drain(struct app_server *srv)
 {
     struct mhd_loop *loop = &srv->loops[0];
     uint64_t until = timer_now_us() + srv->cfg->grace_us;
@@ -1304,7 +1308,7 @@ static void tpc_drain(struct mhd_server *srv)
     route_table_flush(&srv->svc.routes);
 }
 
-void mhd_server_stop(struct mhd_server *srv)
+static void mhd_server_stop(struct app_server *srv)
 {
     atomic_store_explicit(&srv->stopping, 1, memory_order_release);
     for (size_t i = 0; i < srv->nloops; i++)
@@ -1328,7 +1332,7 @@ void mhd_server_stop(struct mhd_server *srv)
     }
 }
 
-void mhd_server_free(struct mhd_server *srv)
+static void mhd_server_free(struct app_server *srv)
 {
     if (!srv)
         return;
@@ -1357,3 +1361,22 @@ void mhd_server_free(struct mhd_server *srv)
     pthread_mutex_destroy(&srv->sleep_lock);
     free(srv);
 }
+
+static const char *library(void)
+{
+    static char buf[64];
+    snprintf(buf, sizeof buf, "libmicrohttpd %s", MHD_get_version());
+    return buf;
+}
+
+const struct app_engine mhd_engine = {
+    .program = "slowsrv",
+    .name = "mhd",
+    .engine = CONFIG_ENGINE_MHD,
+    .library = library,
+    .start = mhd_server_start,
+    .port = mhd_server_port,
+    .threads = mhd_server_threads,
+    .stop = mhd_server_stop,
+    .free = mhd_server_free,
+};
