@@ -112,6 +112,7 @@ int exchange_admit(struct exchange *x, void (*admit)(struct pool_entry *e))
     x->pe.admit = admit;
     switch (pool_enter(x->pool, &x->pe)) {
     case POOL_ADMITTED:
+        x->state = EXCHANGE_ADMITTED;
         return EXCHANGE_GO;
     case POOL_QUEUED:
         x->state = EXCHANGE_QUEUED;
@@ -120,6 +121,7 @@ int exchange_admit(struct exchange *x, void (*admit)(struct pool_entry *e))
         break;
     }
     x->refused = 1;
+    x->state = EXCHANGE_READY; /* answer now, with the refusal */
     if (x->overflow_reset) {
         x->plan.action = PLAN_RESET;
         x->plan.status = 0;
@@ -134,6 +136,12 @@ int exchange_admit(struct exchange *x, void (*admit)(struct pool_entry *e))
         route_plan_error(&x->plan, 503, msg);
     }
     return EXCHANGE_REFUSED;
+}
+
+int exchange_admitted(struct exchange *x)
+{
+    x->state = x->pe.flushed ? EXCHANGE_CANCELLED : EXCHANGE_ADMITTED;
+    return x->pe.flushed ? EXCHANGE_REFUSED : EXCHANGE_GO;
 }
 
 struct exchange *exchange_of_entry(struct pool_entry *e)
@@ -170,6 +178,12 @@ struct exchange *exchange_of_timer(struct timer_node *n)
 
 void exchange_fire(struct exchange *x, int client_gone, int give_up)
 {
+    if (x->state == EXCHANGE_SENDING) {
+        /* The next chunk of a drip is due: sent on, unless the server gives up on it. */
+        if (give_up)
+            x->state = EXCHANGE_CANCELLED;
+        return;
+    }
     stats_wait_end(x->shard);
     x->state = client_gone || give_up ? EXCHANGE_CANCELLED : EXCHANGE_READY;
 }
@@ -246,8 +260,10 @@ int exchange_pace(struct exchange *x, struct timer_heap *h, uint64_t due_us)
 {
     timer_heap_cancel(h, &x->timer); /* queued once, whoever asks twice */
     x->timer.due_us = due_us;
-    if (timer_heap_push(h, &x->timer) != 0)
+    if (timer_heap_push(h, &x->timer) != 0) {
+        x->state = EXCHANGE_CANCELLED;
         return -ENOSPC;
+    }
     x->state = EXCHANGE_SENDING;
     return 0;
 }

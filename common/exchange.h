@@ -110,11 +110,17 @@ void exchange_upload_finish(struct exchange *x);
 #define EXCHANGE_PARKED 1  /* queued: the engine parks the request until `admit` runs */
 #define EXCHANGE_REFUSED 2 /* over workers and queue: x's plan now holds a 503 or PLAN_RESET */
 
-/* Takes a worker of --workers for x before its delay starts. `admit` is called later, from any
- * thread with the pool's lock held, when a parked x gets its worker (x->state is then ADMITTED)
- * or, with pe.flushed set, when the server stops (x->state is then CANCELLED): it must only wake
- * x's loop. Requests that use no worker (no pool, /healthz, /stats, 404) always GO. */
+/* Takes a worker of --workers for x before its delay starts: GO (x is ADMITTED when it has a
+ * worker), PARKED (x is QUEUED) or REFUSED (x is READY: its plan is the refusal). `admit` is called later, from any thread with the
+ * pool's lock held, when a parked x gets its worker or the server stops: it must only hand x
+ * back to its loop, which then calls exchange_admitted. Requests that use no worker (no pool,
+ * /healthz, /stats, 404) always GO. */
 int exchange_admit(struct exchange *x, void (*admit)(struct pool_entry *e));
+
+/* A parked x was handed back to its loop by `admit`: returns EXCHANGE_GO (x is ADMITTED: carry
+ * on as after a GO), or EXCHANGE_REFUSED if the server is stopping (x is CANCELLED: it gets no
+ * answer). */
+int exchange_admitted(struct exchange *x);
 
 /* Returns the exchange whose pool entry is e. */
 struct exchange *exchange_of_entry(struct pool_entry *e);
@@ -125,7 +131,8 @@ struct exchange *exchange_of_entry(struct pool_entry *e);
 void exchange_sleep(struct exchange *x, int (*sleep_fn)(void *arg, uint64_t delay_us), void *arg);
 
 /* The timer of x was popped: x becomes READY, or CANCELLED if `client_gone` (the engine saw the
- * connection closed) or `give_up` (the drain time is over). */
+ * connection closed) or `give_up` (the drain time is over). A paced body's timer (x SENDING)
+ * means the next chunk is due: x stays SENDING, or becomes CANCELLED with `give_up`. */
 void exchange_fire(struct exchange *x, int client_gone, int give_up);
 
 /* The engine queued the plan's answer: records its service time and, for a delayed request, the
@@ -152,7 +159,7 @@ enum exchange_body exchange_body_take(struct exchange *x, uint64_t now_us, uint6
                                       size_t max, size_t *len, uint64_t *due_us);
 
 /* Queues x's timer in heap h for the next chunk, due at due_us (x becomes SENDING; its popped
- * timer means: send on). Returns 0, or -ENOSPC if the heap is full. */
+ * timer means: send on). Returns 0, or -ENOSPC if the heap is full (x is CANCELLED). */
 int exchange_pace(struct exchange *x, struct timer_heap *h, uint64_t due_us);
 
 /* The request is over. If x still waits, its timer is removed from h; its worker passes on, or

@@ -410,13 +410,10 @@ static void take_inbox(struct h2s_loop *loop)
     while (e) {
         struct pool_entry *next = e->next;
         struct h2s_request *r = (struct h2s_request *)(void *)exchange_of_entry(e);
-        if (e->flushed) {
-            r->x.state = EXCHANGE_CANCELLED;
-            h2o_send_error_503(r->req, "Service Unavailable", "server stopping", 0);
-        } else {
-            r->x.state = EXCHANGE_ADMITTED;
+        if (exchange_admitted(&r->x) == EXCHANGE_GO)
             go(r);
-        }
+        else
+            h2o_send_error_503(r->req, "Service Unavailable", "server stopping", 0);
         e = next;
     }
 }

@@ -62,6 +62,7 @@ struct request {
     int started;             /* exchange_begin ran */
     int close_after;    /* the connection's last request (--max-requests): answer, then close */
     int answered_early; /* an upload error was written to the socket mid-body (answer_early) */
+    int woken;          /* thread-per-connection: handed back by the worker pool; sleep_lock */
     char *raw_uri;      /* the target as received, query included: kept for the access log only */
 };
 
@@ -271,10 +272,8 @@ static ssize_t read_paced(void *cls, uint64_t pos, char *buf, size_t max)
     if (rc == 0 && srv->internal && timer_heap_peek(&loop->timers) == &rq->x.timer)
         pthread_cond_signal(&loop->wake);
     loop_unlock(loop);
-    if (rc != 0) {
-        rq->x.state = EXCHANGE_CANCELLED;
-        resume(rq);
-    }
+    if (rc != 0)
+        resume(rq); /* x is CANCELLED: the reader then ends the body with an error */
     return 0;
 }
 
@@ -378,20 +377,20 @@ static void wake_loop(struct mhd_loop *loop)
             strerror(errno));
 }
 
-/* A parked request got its worker (or the server is stopping): wake it. Runs on any thread,
- * under the pool's lock. */
+/* A parked request got its worker (or the server is stopping): hand it back to its connection,
+ * which asks the core what follows (exchange_admitted). Runs on any thread, under the pool's
+ * lock. */
 static void on_admit(struct pool_entry *e)
 {
     struct request *rq = (struct request *)(void *)exchange_of_entry(e);
     struct app_server *srv = rq->shard->loop->srv;
     if (srv->tpc) {
         pthread_mutex_lock(&srv->sleep_lock);
-        rq->x.state = e->flushed ? EXCHANGE_CANCELLED : EXCHANGE_ADMITTED;
+        rq->woken = 1;
         pthread_cond_broadcast(&srv->sleep_cond);
         pthread_mutex_unlock(&srv->sleep_lock);
         return;
     }
-    rq->x.state = e->flushed ? EXCHANGE_CANCELLED : EXCHANGE_ADMITTED;
     wake_loop(resume(rq));
 }
 
@@ -406,11 +405,11 @@ static enum MHD_Result admit_then_proceed(struct request *rq)
     if (srv->tpc) {
         if (exchange_admit(&rq->x, on_admit) == EXCHANGE_PARKED) {
             pthread_mutex_lock(&srv->sleep_lock);
-            while (rq->x.state == EXCHANGE_QUEUED && !srv->hard_stop)
+            while (!rq->woken && !srv->hard_stop)
                 pthread_cond_wait(&srv->sleep_cond, &srv->sleep_lock);
-            int go = rq->x.state == EXCHANGE_ADMITTED;
+            int woken = rq->woken;
             pthread_mutex_unlock(&srv->sleep_lock);
-            if (!go)
+            if (!woken || exchange_admitted(&rq->x) != EXCHANGE_GO)
                 return MHD_NO;
         }
         return proceed(rq);
@@ -420,8 +419,7 @@ static enum MHD_Result admit_then_proceed(struct request *rq)
     MHD_suspend_connection(rq->conn);
     if (exchange_admit(&rq->x, on_admit) == EXCHANGE_PARKED)
         return MHD_YES;
-    rq->x.state = EXCHANGE_ADMITTED;
-    resume(rq);
+    resume(rq); /* x is ADMITTED (run again, it proceeds) or READY (it answers the refusal) */
     return MHD_YES;
 }
 
@@ -587,7 +585,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     case EXCHANGE_READY:
         return respond(rq);
     case EXCHANGE_WAITING:
-    case EXCHANGE_QUEUED:
+    case EXCHANGE_QUEUED: /* run again only once on_admit resumed it */
+        return exchange_admitted(&rq->x) == EXCHANGE_GO ? proceed(rq) : MHD_NO;
     case EXCHANGE_SENDING:
         return MHD_YES;
     case EXCHANGE_CANCELLED:
@@ -740,15 +739,9 @@ static size_t fire_due(struct mhd_loop *loop, uint64_t now, int cancel)
         loop_unlock(loop);
         for (size_t i = 0; i < n; i++) {
             struct request *rq = batch[i];
-            if (rq->x.state == EXCHANGE_SENDING) {
-                /* The next chunk of a drip is due, or the server gives up on it. */
-                if (cancel)
-                    rq->x.state = EXCHANGE_CANCELLED;
-            } else {
-                const union MHD_ConnectionInfo *ci =
-                    MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-                exchange_fire(&rq->x, ci && net_peer_gone(ci->connect_fd), cancel);
-            }
+            const union MHD_ConnectionInfo *ci =
+                MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+            exchange_fire(&rq->x, ci && net_peer_gone(ci->connect_fd), cancel);
             resume(rq);
         }
         fired += n;

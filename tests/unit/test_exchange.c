@@ -281,8 +281,74 @@ static void exchange_answer_frees_the_worker(void)
     teardown(&f);
 }
 
+/* The core alone writes the state: admission (GO, PARKED, a parked request handed back, or
+ * flushed when the server stops), a drip's timer (sent on, or given up), a full heap while
+ * pacing. */
+static void exchange_core_owns_every_state_change(void)
+{
+    struct fixture f;
+    struct exchange a, b, c;
+    struct config cfg = config_defaults;
+    cfg.workers = 1;
+    cfg.queue = 2;
+    route_table_init(&f.t, &cfg);
+    CHECK_INT(route_table_init_pool(&f.t, &cfg), 0);
+    f.st = stats_new(1, route_stats_count(&f.t));
+    timer_heap_init(&f.h, 1);
+    admitted_x = NULL;
+    begin(&a, &f, "GET", "/echo");
+    begin(&b, &f, "GET", "/echo");
+    begin(&c, &f, "GET", "/echo");
+    CHECK_INT(exchange_admit(&a, note_admit), EXCHANGE_GO);
+    CHECK_INT(a.state, EXCHANGE_ADMITTED);
+    CHECK_INT(exchange_admit(&b, note_admit), EXCHANGE_PARKED);
+    CHECK_INT(b.state, EXCHANGE_QUEUED);
+    CHECK_INT(exchange_admit(&c, note_admit), EXCHANGE_PARKED);
+    struct exchange d;
+    begin(&d, &f, "GET", "/echo");
+    CHECK_INT(exchange_admit(&d, note_admit), EXCHANGE_REFUSED);
+    CHECK_INT(d.state, EXCHANGE_READY);
+    CHECK_INT(d.plan.status, 503);
+    exchange_answer(&d);
+    exchange_end(&d, &f.h);
+    exchange_answer(&a);
+    CHECK(admitted_x == &b);
+    CHECK_INT(exchange_admitted(&b), EXCHANGE_GO);
+    CHECK_INT(b.state, EXCHANGE_ADMITTED);
+    /* The server stops: the one still queued is handed back flushed, and gets no answer. */
+    admitted_x = NULL;
+    route_table_flush(&f.t);
+    CHECK(admitted_x == &c);
+    CHECK_INT(exchange_admitted(&c), EXCHANGE_REFUSED);
+    CHECK_INT(c.state, EXCHANGE_CANCELLED);
+    exchange_end(&a, &f.h);
+    exchange_end(&c, &f.h);
+
+    /* A drip's timer: sent on, or given up; pacing into a full heap cancels. */
+    b.plan.drip.chunks = 2;
+    b.plan.drip.over_us = 100000;
+    exchange_answer(&b);
+    CHECK_INT(exchange_pace(&b, &f.h, b.sent_us + 50000), 0);
+    CHECK_INT(b.state, EXCHANGE_SENDING);
+    struct timer_node *n = timer_heap_pop_due(&f.h, b.sent_us + 50000);
+    CHECK(n == &b.timer);
+    exchange_fire(&b, 1, 0);
+    CHECK_INT(b.state, EXCHANGE_SENDING);
+    exchange_fire(&b, 0, 1);
+    CHECK_INT(b.state, EXCHANGE_CANCELLED);
+    struct timer_node filler = {0};
+    CHECK_INT(timer_heap_push(&f.h, &filler), 0);
+    CHECK_INT(exchange_pace(&b, &f.h, b.sent_us + 100000), -ENOSPC);
+    CHECK_INT(b.state, EXCHANGE_CANCELLED);
+    timer_heap_cancel(&f.h, &filler);
+    exchange_end(&b, &f.h);
+    route_table_cleanup(&f.t);
+    teardown(&f);
+}
+
 int main(void)
 {
+    exchange_core_owns_every_state_change();
     exchange_answer_frees_the_worker();
     exchange_paces_drips_and_truncation();
     exchange_faults_are_not_cancels();
