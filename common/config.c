@@ -98,7 +98,8 @@ static const struct opt_def opt_defs[] = {
      "largest request body, with K, M or G suffix (1G)"},
     {"max-delay", 0, OPT_DURATION, OFF(max_delay_us), 0, DELAY_DURATION_MAX_US, "TIME",
      "ceiling of every delay, configured or requested (60s)"},
-    {"seed", 0, OPT_SEED, OFF(seed), 0, 0, "N", "seed of random delays: same seed, same draws"},
+    {"seed", 0, OPT_SEED, OFF(seed), 0, 0, "N",
+     "seed of random delays: same seed, same draws (random)"},
     {"grace", 0, OPT_DURATION, OFF(grace_us), 0, 3600ULL * 1000000, "TIME",
      "on SIGTERM, how long in-flight requests may finish (5s)"},
     {"idle-timeout", 0, OPT_DURATION, OFF(idle_timeout_us), 0, 3600ULL * 1000000, "TIME",
@@ -115,7 +116,7 @@ static const struct opt_def opt_defs[] = {
      "HTTP/1.1 requests one connection may make, kept alive or pipelined; the Nth answer "
      "closes it; 0 unlimited (0)"},
     {"no-overrides", 0, OPT_FLAG, OFF(no_overrides), 0, 0, "",
-     "ignore per-request ?delay= ?status= ?size= ?drip= ?fault= and X-Slowsrv-* headers"},
+     "ignore per-request ?delay= ?status= ?size= ?drip= ?fault= and X-Slowsrv-* headers (off)"},
     {"max-size", 0, OPT_BYTES, OFF(max_size), 0, 1ULL << 30, "BYTES",
      "largest ?size= body; beyond it 400 (16M)"},
     {"error-rate", 0, OPT_RATE, OFF(error_rate), 0, 0, "RATE",
@@ -385,9 +386,13 @@ int config_read_file(const char *path, size_t max, char **out, size_t *len, char
     return 0;
 }
 
+/* Writes a scalar's text into buf. Returns 0, -EINVAL for a non-scalar, or -E2BIG for a string
+ * that does not fit (never cut short: a cut path or spec would mean something else). */
 static int json_value_text(const cJSON *item, char *buf, size_t len)
 {
     if (cJSON_IsString(item)) {
+        if (strlen(item->valuestring) >= len)
+            return -E2BIG;
         snprintf(buf, len, "%s", item->valuestring);
         return 0;
     }
@@ -445,9 +450,13 @@ static int load_file(struct config *cfg, const char *path, unsigned char *set, c
             snprintf(err, errlen, "%s: %s: unknown key (see --help for the option names)", path,
                      item->string);
             rc = -EINVAL;
-        } else if (json_value_text(item, val, sizeof val) != 0) {
-            snprintf(err, errlen, "%s: %s: must be a string, a number or a boolean", path,
-                     item->string);
+        } else if ((rc = json_value_text(item, val, sizeof val)) != 0) {
+            if (rc == -E2BIG)
+                snprintf(err, errlen, "%s: %s: value is over %zu bytes", path, item->string,
+                         sizeof val - 1);
+            else
+                snprintf(err, errlen, "%s: %s: must be a string, a number or a boolean", path,
+                         item->string);
             rc = -EINVAL;
         } else if (set_value(cfg, d, val, why, sizeof why) != 0) {
             snprintf(err, errlen, "%s: %s: %s", path, item->string, why);
@@ -549,6 +558,7 @@ static int parse_route(const cJSON *o, struct config_route *r, char *why, size_t
             r->body = dup_n(it->valuestring, r->body_len);
         } else if (strcmp(k, "delay") == 0) {
             char val[256], derr[256];
+            snprintf(derr, sizeof derr, "value is over %zu bytes", sizeof val - 1);
             if (json_value_text(it, val, sizeof val) != 0 ||
                 delay_spec_parse(&r->delay, val, derr, sizeof derr) != 0) {
                 snprintf(why, whylen, "delay: %s",
@@ -833,6 +843,24 @@ static int validate(struct config *cfg, enum config_engine engine, const unsigne
     for (size_t i = 0; i < 2; i++) {
         if (tls_files[i][0] != '\0' && access(tls_files[i], R_OK) != 0) {
             snprintf(err, errlen, "%s: %s: cannot read: %s", tls_names[i], tls_files[i],
+                     strerror(errno));
+            return -EINVAL;
+        }
+    }
+    /* The access log is opened after validation: a file whose folder cannot be written is a
+     * config error now, so that --check-config finds it too. */
+    if (cfg->access_log[0] != '\0' && strcmp(cfg->access_log, "-") != 0) {
+        char dir[sizeof cfg->access_log];
+        snprintf(dir, sizeof dir, "%s", cfg->access_log);
+        char *slash = strrchr(dir, '/');
+        if (slash == dir)
+            dir[1] = '\0';
+        else if (slash)
+            *slash = '\0';
+        else
+            snprintf(dir, sizeof dir, ".");
+        if (access(dir, W_OK | X_OK) != 0) {
+            snprintf(err, errlen, "access-log: %s: cannot write there: %s", cfg->access_log,
                      strerror(errno));
             return -EINVAL;
         }

@@ -414,8 +414,48 @@ static void config_files_have_a_ceiling_and_must_be_readable(void)
     unlink(path);
 }
 
+/* A value too long for its field is refused, never cut short (a cut path names another file); an
+ * access log whose folder cannot be written is a config error, so --check-config finds it. */
+static void config_long_values_and_unwritable_logs_are_refused(void)
+{
+    static char text[1400], want[1200];
+    struct config cfg;
+    char err[CONFIG_ERR_LEN] = "";
+    memset(want, 'a', 1100);
+    want[1100] = '\0';
+    snprintf(text, sizeof text, "{\"access-log\": \"/tmp/%s\"}", want);
+    const char *path = write_tmp(text);
+    const char *args[] = {"--config", path, NULL};
+    CHECK_INT(load(&cfg, args, NULL, err), -EINVAL);
+    snprintf(want, sizeof want, "%s: access-log: value is over 1023 bytes", path);
+    CHECK_STR(err, want);
+    unlink(path);
+
+    memset(want, '1', 300);
+    want[300] = '\0';
+    snprintf(text, sizeof text, "{\"routes\": [{\"path\": \"/a\", \"delay\": \"%s\"}]}", want);
+    path = write_tmp(text);
+    args[1] = path;
+    CHECK_INT(load(&cfg, args, NULL, err), -EINVAL);
+    snprintf(want, sizeof want, "%s: routes[0].delay: value is over 255 bytes", path);
+    CHECK_STR(err, want);
+    unlink(path);
+
+    const char *logs[] = {"--access-log", "/nonexistent/dir/a.log", NULL};
+    CHECK_INT(load(&cfg, logs, NULL, err), -EINVAL);
+    CHECK_STR(err, "access-log: /nonexistent/dir/a.log: cannot write there: No such file or "
+                   "directory");
+    const char *ok_logs[] = {"--access-log", "/tmp/slowsrv-unit-access.log", NULL};
+    CHECK_INT(load(&cfg, ok_logs, NULL, err), 0);
+    config_cleanup(&cfg);
+    const char *stdout_log[] = {"--access-log", "-", NULL};
+    CHECK_INT(load(&cfg, stdout_log, NULL, err), 0);
+    config_cleanup(&cfg);
+}
+
 int main(void)
 {
+    config_long_values_and_unwritable_logs_are_refused();
     config_files_have_a_ceiling_and_must_be_readable();
     config_fuzz_findings_stay_fixed();
     config_reads_routes_from_the_file();
