@@ -300,6 +300,216 @@ static void workers_refuse_exactly_the_overflow(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
+/* Sends GET `path` with Connection: close on a new connection, for a request that holds a
+ * worker while the case goes on; returns the descriptor (-1 if it could not connect). */
+static int send_held(unsigned port, const char *path)
+{
+    char req[256];
+    int fd = raw_connect(port);
+    int len =
+        snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+    if (fd >= 0 && send_all(fd, req, (size_t)len) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* Reads the whole answer on fd (at most 6 s), closes fd and returns its status, 0 if none came;
+ * *body_ok is 1 if the body after the blank line is exactly `body`. */
+static long held_answer(int fd, const char *body, int *body_ok)
+{
+    char buf[4096];
+    int closed;
+    *body_ok = 0;
+    if (fd < 0)
+        return 0;
+    read_until_close(fd, buf, sizeof buf, 6000, &closed);
+    close(fd);
+    const char *end = strstr(buf, "\r\n\r\n");
+    *body_ok = end && strcmp(end + 4, body) == 0;
+    return strncmp(buf, "HTTP/1.1 ", 9) == 0 ? strtol(buf + 9, NULL, 10) : 0;
+}
+
+/* GET /stats now, parsed (NULL if it is not JSON); the caller frees it with cJSON_Delete. */
+static cJSON *stats_now(unsigned port)
+{
+    static struct reply r;
+    http_request(port, "GET", "/stats", NULL, NULL, &r);
+    return cJSON_Parse(r.body);
+}
+
+/* /healthz is never delayed, never counted and never waits for a worker, and /stats and
+ * /metrics are neither delayed nor counted. With --workers 1 --queue 0 and the worker held by a
+ * 2 s /test, any request that took a worker would get a 503 at once (GET /echo shows it does,
+ * after the probes), and ?delay=2s or X-Slowsrv-Delay: 2s would hold an answer 2 s. */
+static void health_and_reports_never_wait_or_count(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    int ok;
+    START(env, &s, "--workers", "1", "--queue", "0", "--delay", "2s");
+    int fd = send_held(s.port, "/test");
+    CHECK_INT(await_stat(h1(&s), "workers.active", 1, 3), 1);
+    static const struct {
+        const char *method, *target, *header, *body;
+    } probes[] = {
+        {"GET", "/healthz", NULL, "ok"},
+        {"GET", "/healthz?delay=2s", NULL, "ok"},
+        {"GET", "/healthz", "X-Slowsrv-Delay: 2s", "ok"},
+        {"HEAD", "/healthz?delay=2s", NULL, ""},
+        {"GET", "/stats?delay=2s", NULL, NULL},
+        {"GET", "/metrics?delay=2s", NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
+        const char *hdrs[] = {probes[i].header, NULL};
+        http_request(s.port, probes[i].method, probes[i].target, NULL, hdrs, &r);
+        if (r.status != 200 || (probes[i].body && strcmp(r.body, probes[i].body) != 0) ||
+            r.seconds > 0.9)
+            CHECK_FAIL_("%s %s (%s) while the worker is busy: %ld '%.40s' in %.3f s, want 200 at "
+                        "once",
+                        probes[i].method, probes[i].target,
+                        probes[i].header ? probes[i].header : "no header", r.status, r.body,
+                        r.seconds);
+        else
+            check_passed++;
+    }
+    /* The worker was busy all along: a request that needs one is refused. */
+    http_request(s.port, "GET", "/echo", NULL, NULL, &r);
+    CHECK_INT(r.status, 503);
+    CHECK_INT(held_answer(fd, "ok", &ok), 200);
+    CHECK_INT(ok, 1);
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "requests"), 2);
+    CHECK_INT(json_number(j, "answered"), 2);
+    CHECK_INT(json_number(j, "routes./test.requests"), 1);
+    CHECK_INT(json_number(j, "routes./echo.status.503"), 1);
+    CHECK_INT(json_number(j, "routes./healthz.requests"), 0);
+    CHECK_INT(json_number(j, "routes./stats.requests"), 0);
+    CHECK_INT(json_number(j, "routes./metrics.requests"), 0);
+    CHECK_INT(json_number(j, "workers.rejected"), 1);
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
+/* Beyond --workers and --queue the answer is exactly the core's JSON 503; with --overflow reset
+ * it is a TCP reset, which libcurl reports as (56) Recv failure. The held request is served. */
+static void overflow_answer_is_exact(const struct itest_env *env)
+{
+    static const char want[] =
+        "{\"error\": \"all 1 workers are busy and the queue is full\", \"status\": 503}";
+    struct server s;
+    struct reply r;
+    char h[64], len[16];
+    int ok;
+    START(env, &s, "--workers", "1", "--queue", "0", "--delay", "1s");
+    int fd = send_held(s.port, "/test");
+    CHECK_INT(await_stat(h1(&s), "workers.active", 1, 3), 1);
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_INT(r.curl_code, CURLE_OK);
+    CHECK_INT(r.status, 503);
+    CHECK_STR(r.body, want);
+    CHECK_STR(reply_header(&r, "Content-Type", h, sizeof h), "application/json");
+    snprintf(len, sizeof len, "%zu", sizeof want - 1);
+    CHECK_STR(reply_header(&r, "Content-Length", h, sizeof h), len);
+    CHECK_INT(held_answer(fd, "ok", &ok), 200);
+    CHECK_INT(ok, 1);
+    stop_expect_clean(&s);
+
+    START(env, &s, "--workers", "1", "--queue", "0", "--delay", "1s", "--overflow", "reset");
+    fd = send_held(s.port, "/test");
+    CHECK_INT(await_stat(h1(&s), "workers.active", 1, 3), 1);
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    if (r.curl_code != CURLE_RECV_ERROR)
+        CHECK_FAIL_("--overflow reset: libcurl says %d (%s), status %ld, want %d", r.curl_code,
+                    curl_easy_strerror((CURLcode)r.curl_code), r.status, CURLE_RECV_ERROR);
+    else
+        check_passed++;
+    CHECK_INT(r.status, 0);
+    CHECK_INT(r.body_len, 0);
+    CHECK_INT(held_answer(fd, "ok", &ok), 200);
+    CHECK_INT(ok, 1);
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "workers.rejected"), 1);
+    CHECK_INT(json_number(j, "cancels"), 0);
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
+/* /stats shows workers.active, queued and rejected added up over every pool: the global
+ * --workers 2 --queue 1 (for /test) and a configured route's own "workers": 3, "queue": 2. Four
+ * /test and six /db at once: 2 + 3 in service, 1 + 2 waiting, 1 + 1 refused. */
+static void workers_stats_add_up_every_pool(const struct itest_env *env)
+{
+    enum { TESTS = 4, DBS = 6 };
+    struct server s;
+    int fds[TESTS + DBS], ok;
+    const char *path = write_file(env, "pools.json",
+                                  "{\"routes\": [{\"path\": \"/db\", \"body\": \"row\", \"delay\": "
+                                  "\"2s\", \"workers\": 3, \"queue\": 2}]}");
+    const char *args[] = {"--config", path,      "--workers", "2", "--queue",
+                          "1",        "--delay", "2s",        NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    for (size_t i = 0; i < TESTS + DBS; i++)
+        fds[i] = send_held(s.port, i < TESTS ? "/test" : "/db");
+    CHECK_INT(await_stat(h1(&s), "workers.queued", 3, 3), 3);
+    cJSON *j = stats_now(s.port);
+    CHECK_INT(json_number(j, "workers.active"), 5);
+    CHECK_INT(json_number(j, "workers.queued"), 3);
+    CHECK_INT(json_number(j, "workers.rejected"), 2);
+    cJSON_Delete(j);
+    unsigned served[2] = {0, 0}, refused[2] = {0, 0};
+    for (size_t i = 0; i < TESTS + DBS; i++) {
+        long st = held_answer(fds[i], i < TESTS ? "ok" : "row", &ok);
+        served[i >= TESTS] += st == 200 && ok;
+        refused[i >= TESTS] += st == 503;
+    }
+    CHECK_INT(served[0], 3);
+    CHECK_INT(refused[0], 1);
+    CHECK_INT(served[1], 5);
+    CHECK_INT(refused[1], 1);
+    j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "workers.active"), 0);
+    CHECK_INT(json_number(j, "workers.queued"), 0);
+    CHECK_INT(json_number(j, "workers.rejected"), 2);
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
+/* --threads sets the event-loop threads, as the startup line shows. It does not apply to
+ * thread-per-connection (README, Thread models): there each connection has a thread, so with
+ * --threads 1 eight concurrent 300 ms requests are all answered after one delay, and the startup
+ * line does not claim the --threads value. slowsrv-h2o runs event loops only and refuses it. */
+static void threads_apply_to_event_loops_only(const struct itest_env *env)
+{
+    struct server s;
+    long status[8];
+    double secs[8];
+    int ok[8];
+    START(env, &s, "--threads", "3", "--delay", "0");
+    CHECK(strstr(s.startup, "(engine=") && strstr(s.startup, " model=epoll threads=3)"));
+    stop_expect_clean(&s);
+    if (!engine_has_model(env->caps, "thread-per-connection")) {
+        static const struct bad_case tpc = {
+            {"--model", "thread-per-connection", "--threads", "4"},
+            {NULL},
+            "model: slowsrv-h2o runs event loops only; 'thread-per-connection' needs slowsrv"};
+        expect_refused(env, &tpc, 2);
+        return;
+    }
+    START(env, &s, "--model", "thread-per-connection", "--threads", "4", "--delay", "0");
+    CHECK(strstr(s.startup, " model=thread-per-connection threads=") != NULL);
+    CHECK(strstr(s.startup, "threads=4") == NULL);
+    stop_expect_clean(&s);
+    START(env, &s, "--model", "thread-per-connection", "--threads", "1", "--delay", "300ms");
+    http_concurrent(s.port, "/test", 8, status, secs, ok, "ok");
+    all_answered_within(8, status, secs, ok, 0.3, 0.3 + BATCH_SLACK);
+    stop_expect_clean(&s);
+}
+
 static const struct itest_case cases[] = {
     {"delay_alone_takes_its_time", delay_alone_takes_its_time, ITEST_PLAIN, 0},
     {"concurrent_delays", concurrent_delays, ITEST_PER_MODEL, 0},
@@ -310,6 +520,11 @@ static const struct itest_case cases[] = {
      ITEST_BOTH, 0},
     {"workers_serve_in_waves", workers_serve_in_waves, ITEST_PER_MODEL, 0},
     {"workers_refuse_exactly_the_overflow", workers_refuse_exactly_the_overflow, ITEST_PLAIN, 0},
+    {"health_and_reports_never_wait_or_count", health_and_reports_never_wait_or_count, ITEST_PLAIN,
+     0},
+    {"overflow_answer_is_exact", overflow_answer_is_exact, ITEST_PLAIN, 0},
+    {"workers_stats_add_up_every_pool", workers_stats_add_up_every_pool, ITEST_PLAIN, 0},
+    {"threads_apply_to_event_loops_only", threads_apply_to_event_loops_only, ITEST_PLAIN, 0},
 };
 
 const struct itest_suite itest_suite_delays = {"delays", cases, sizeof cases / sizeof cases[0]};

@@ -42,6 +42,10 @@ enum engine_feature {
     /* Spreads a loop's connections over daemons of 128, each with its own epoll set (slowsrv on
      * libmicrohttpd); libh2o's loop holds any number in one. */
     ENGINE_DAEMONS_OF_128 = 1u << 7,
+    /* Restarts --header-timeout at each request line of a kept-alive connection (slowsrv).
+     * libh2o 2.2.5 runs one clock per HTTP/1.1 request from the previous answer (the shorter of
+     * --header-timeout and --idle-timeout), so an idle pause before a request counts in it. */
+    ENGINE_HEADER_CLOCK_AT_REQUEST_LINE = 1u << 8,
 };
 
 /* One engine: how its binary names itself, its thread models and its features. */
@@ -125,6 +129,21 @@ extern const struct itest_suite itest_suite_soak;      /* soak.c */
 
 /* Stops s with SIGTERM (15 s to exit) and checks that it exits 0. */
 void stop_expect_clean(struct server *s);
+
+/* Stops s as server_stop does, but with signal `sig` (SIGINT, ...): the server must exit of
+ * that signal alone within wait_ms, else it is killed and the result is not 0. Returns the exit
+ * status as server_stop does, and copies the server's stderr after startup into log. */
+int server_stop_with(struct server *s, int sig, int wait_ms, char *log, size_t loglen);
+
+/* A script in env->tmpdir that runs env->bin in the directory `cwd` with its stdout appended to
+ * the file `out`, keeping the process (exec): give it to server_start in place of the binary to
+ * see what the server writes on stdout (the harness closes that pipe). The path stays valid
+ * until the next call (a static buffer: one thread only). */
+const char *stdout_to_file(const struct itest_env *env, const char *cwd, const char *out);
+
+/* The contents of the file at path in buf (NUL-terminated, at most len - 1 bytes); returns the
+ * bytes read, or -1 if the file cannot be read. */
+long read_text(const char *path, char *buf, size_t len);
 
 /* Writes `text` to the file `name` in env->tmpdir and returns its path, which stays valid until
  * the next call (a static buffer: one thread only). */

@@ -7,9 +7,12 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static const char *const mhd_models[] = {"epoll", "poll", "select", "thread-per-connection", NULL};
@@ -18,7 +21,7 @@ static const char *const h2o_models[] = {"epoll", NULL};
 static const struct engine_caps engines[] = {
     {"mhd", "slowsrv", mhd_models,
      ENGINE_STREAMS_UPLOADS | ENGINE_JSON_413 | ENGINE_DRAINS_AFTER_ERROR | ENGINE_LENGTH_ON_304 |
-         ENGINE_DAEMONS_OF_128},
+         ENGINE_DAEMONS_OF_128 | ENGINE_HEADER_CLOCK_AT_REQUEST_LINE},
     {"h2o", "slowsrv-h2o", h2o_models,
      ENGINE_HTTP2 | ENGINE_SPOOLS_BODIES | ENGINE_ANSWERS_NOT_HTTP},
 };
@@ -53,6 +56,52 @@ int itest_has(const struct itest_env *env, unsigned features)
 void stop_expect_clean(struct server *s)
 {
     CHECK_INT(server_stop(s, 15000, NULL, 0), 0);
+}
+
+int server_stop_with(struct server *s, int sig, int wait_ms, char *log, size_t loglen)
+{
+    double deadline = now_seconds() + wait_ms / 1000.0;
+    kill(s->pid, sig);
+    /* WNOWAIT leaves the exited server a zombie: server_stop's SIGTERM then reaches nothing and
+     * its wait collects the status that `sig` alone brought about. */
+    for (;;) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_PID, (id_t)s->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+            si.si_pid == s->pid)
+            break;
+        if (now_seconds() > deadline) {
+            fprintf(stderr, "server_stop_with: no exit %d ms after signal %d\n", wait_ms, sig);
+            kill(s->pid, SIGKILL);
+            break;
+        }
+        usleep(5 * 1000);
+    }
+    return server_stop(s, 5000, log, loglen);
+}
+
+const char *stdout_to_file(const struct itest_env *env, const char *cwd, const char *out)
+{
+    static char path[512];
+    char text[2048];
+    snprintf(text, sizeof text, "#!/bin/sh\ncd '%s' || exit 126\nexec '%s' \"$@\" >>'%s'\n", cwd,
+             env->bin, out);
+    snprintf(path, sizeof path, "%s", write_file(env, "stdout-wrapper.sh", text));
+    chmod(path, 0700);
+    return path;
+}
+
+long read_text(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        buf[0] = '\0';
+        return -1;
+    }
+    size_t n = fread(buf, 1, len - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return (long)n;
 }
 
 const char *write_file(const struct itest_env *env, const char *name, const char *text)

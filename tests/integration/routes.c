@@ -288,9 +288,10 @@ static void config_routes_are_served(const struct itest_env *env)
 
 /* Walks the pipelined answers in buf: fills status[], length[] (the Content-Length, -1 if none)
  * and body_len[] for at most max answers (HEAD answers and 1xx/204/304 carry no body), and
- * returns how many parsed. */
+ * returns how many parsed. If `at` is not NULL it gets max + 1 entries: where each parsed answer
+ * starts, and after the last one where the walk stopped. */
 static int parse_answers(const char *buf, const int *is_head, long *status, long *length,
-                         long *body_len, int max)
+                         long *body_len, int max, const char **at)
 {
     int n = 0;
     const char *p = buf;
@@ -298,6 +299,8 @@ static int parse_answers(const char *buf, const int *is_head, long *status, long
         const char *end = strstr(p, "\r\n\r\n");
         if (!end)
             break;
+        if (at)
+            at[n] = p;
         status[n] = strtol(p + 9, NULL, 10);
         length[n] = -1;
         long clen = 0;
@@ -310,7 +313,30 @@ static int parse_answers(const char *buf, const int *is_head, long *status, long
         p = end + 4 + body_len[n];
         n++;
     }
+    if (at)
+        at[n] = p;
     return n;
+}
+
+/* The value of header `name` in the raw answer that starts at `answer` (up to its blank line),
+ * copied into buf, or NULL. */
+static const char *answer_header(const char *answer, const char *name, char *buf, size_t len)
+{
+    const char *end = strstr(answer, "\r\n\r\n");
+    size_t nlen = strlen(name);
+    for (const char *h = strstr(answer, "\r\n"); h && end && h < end; h = strstr(h + 2, "\r\n")) {
+        if (strncasecmp(h + 2, name, nlen) != 0 || h[2 + nlen] != ':')
+            continue;
+        const char *v = h + 3 + nlen;
+        while (*v == ' ')
+            v++;
+        size_t n = strcspn(v, "\r");
+        n = n < len - 1 ? n : len - 1;
+        memcpy(buf, v, n);
+        buf[n] = '\0';
+        return buf;
+    }
+    return NULL;
 }
 
 /* 204 and 304 answers carry neither a body nor a Content-Length, on the wire, and the
@@ -347,7 +373,7 @@ static void bodiless_statuses_on_the_wire(const struct itest_env *env)
     send_all(fd, reqs, sizeof reqs - 1);
     read_until_close(fd, buf, sizeof buf, 3000, &closed);
     close(fd);
-    CHECK_INT(parse_answers(buf, is_head, status, length, body_len, 6), 6);
+    CHECK_INT(parse_answers(buf, is_head, status, length, body_len, 6, NULL), 6);
     for (int i = 0; i < 6; i++) {
         CHECK_INT(status[i], want_status[i]);
         CHECK_INT(length[i], want_length[i]);
@@ -355,6 +381,150 @@ static void bodiless_statuses_on_the_wire(const struct itest_env *env)
     /* The last answer is the echo's "OK", right where the walk says it starts. */
     size_t len = strlen(buf);
     CHECK(len >= 2 && strcmp(buf + len - 2, "OK") == 0);
+    stop_expect_clean(&s);
+}
+
+/* HEAD is accepted wherever GET is: on /healthz, /stats, /metrics, /echo, / and a configured GET
+ * route it answers GET's status, Content-Type and Content-Length, and no body. On the wire: six
+ * HEADs and a GET pipelined on one connection come back as exactly seven answers, the GET's "OK"
+ * right where the walk over bodiless HEAD answers puts it, and nothing after it. */
+static void head_answers_like_get_without_body(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    char buf[16384], h[128];
+    int closed;
+    const char *path =
+        write_file(env, "head.json",
+                   "{\"delay\": \"0\", \"routes\": [{\"path\": \"/cfg\", \"method\": \"GET\", "
+                   "\"body\": \"hello world\", \"headers\": {\"X-Cfg\": \"yes\"}}]}");
+    const char *args[] = {"--config", path, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    static const struct {
+        const char *path, *ctype;
+        long length; /* GET's Content-Length; 0: a report, whose length changes with its figures */
+    } routes[] = {
+        {"/healthz", "text/plain", 2},
+        {"/stats", "application/json", 0},
+        {"/metrics", "text/plain; version=0.0.4", 0},
+        {"/echo", "text/plain", 2},
+        {"/", "text/plain", 2},
+        {"/cfg", "text/plain", 11},
+    };
+    enum { N = sizeof routes / sizeof routes[0] };
+    /* What GET answers, through libcurl. */
+    for (size_t i = 0; i < N; i++) {
+        http_request(s.port, "GET", routes[i].path, NULL, NULL, &r);
+        CHECK_INT(r.status, 200);
+        if (routes[i].length) {
+            snprintf(h, sizeof h, "%ld", routes[i].length);
+            CHECK_STR(reply_header(&r, "Content-Length", buf, sizeof buf), h);
+            CHECK_INT(r.body_len, routes[i].length);
+        }
+    }
+
+    char reqs[1024];
+    size_t used = 0;
+    for (size_t i = 0; i < N; i++)
+        used += (size_t)snprintf(reqs + used, sizeof reqs - used,
+                                 "HEAD %s HTTP/1.1\r\nHost: x\r\n\r\n", routes[i].path);
+    used += (size_t)snprintf(reqs + used, sizeof reqs - used,
+                             "GET /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    int fd = raw_connect(s.port);
+    CHECK_INT(send_all(fd, reqs, used), 0);
+    size_t got = read_until_close(fd, buf, sizeof buf, 3000, &closed);
+    close(fd);
+    CHECK_INT(closed, 1);
+    int is_head[N + 1] = {0};
+    long status[N + 1], length[N + 1], body_len[N + 1];
+    const char *at[N + 2];
+    for (size_t i = 0; i < N; i++)
+        is_head[i] = 1;
+    int n = parse_answers(buf, is_head, status, length, body_len, N + 1, at);
+    CHECK_INT(n, N + 1);
+    if (n != N + 1) {
+        fprintf(stderr, "the walk stopped at answer %d of:\n%s\n", n, buf);
+        stop_expect_clean(&s);
+        return;
+    }
+    for (size_t i = 0; i < N; i++) {
+        if (status[i] != 200 || (routes[i].length && length[i] != routes[i].length) ||
+            (!routes[i].length && length[i] <= 100))
+            CHECK_FAIL_("HEAD %s: %ld with Content-Length %ld (want 200 and %ld, or over 100 for "
+                        "a report)",
+                        routes[i].path, status[i], length[i], routes[i].length);
+        else
+            check_passed++;
+        CHECK_STR(answer_header(at[i], "Content-Type", h, sizeof h), routes[i].ctype);
+    }
+    CHECK_STR(answer_header(at[N - 1], "X-Cfg", h, sizeof h), "yes");
+    CHECK_INT(status[N], 200);
+    CHECK_INT(length[N], 2);
+    /* The stream is exactly the seven answers: the walk ends at its last byte, on "OK". */
+    CHECK_INT(at[N + 1] - buf, got);
+    CHECK(got >= 2 && strcmp(buf + got - 2, "OK") == 0);
+    stop_expect_clean(&s);
+}
+
+/* --no-overrides ignores every per-request override, in the query and in the X-Slowsrv-*
+ * headers: delay, status, size, drip and fault, and values that would otherwise be refused.
+ * Each request gets the route's plain answer, on time, and nothing is counted as a fault. */
+static void no_overrides_ignores_every_override(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    char h[64];
+    START(env, &s, "--no-overrides", "--delay", "50ms");
+    static const struct {
+        const char *target, *header, *body;
+    } reqs[] = {
+        {"/test?delay=3s", NULL, "ok"},
+        {"/test?status=503", NULL, "ok"},
+        {"/test?size=1000", NULL, "ok"},
+        {"/test?size=100&drip=4,2s", NULL, "ok"},
+        {"/test?fault=reset", NULL, "ok"},
+        {"/test?fault=close", NULL, "ok"},
+        {"/test?size=100&fault=truncate", NULL, "ok"},
+        {"/test", "X-Slowsrv-Delay: 3s", "ok"},
+        {"/test", "X-Slowsrv-Status: 500", "ok"},
+        {"/test", "X-Slowsrv-Drip: 2,2s", "ok"},
+        {"/test", "X-Slowsrv-Fault: reset", "ok"},
+        {"/echo?delay=soon&status=1&size=x&drip=0&fault=explode", NULL, "OK"},
+        {"/echo?size=5000&drip=2,2s&fault=close", "X-Slowsrv-Delay: 3s", "OK"},
+    };
+    size_t tests = 0;
+    for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {
+        const char *hdrs[] = {reqs[i].header, NULL};
+        int delayed = strncmp(reqs[i].target, "/test", 5) == 0;
+        tests += delayed ? 1 : 0;
+        http_request(s.port, "GET", reqs[i].target, NULL, hdrs, &r);
+        if (r.curl_code != CURLE_OK || r.status != 200 || strcmp(r.body, reqs[i].body) != 0)
+            CHECK_FAIL_("%s (%s): libcurl %d, %ld '%s', want 200 '%s'", reqs[i].target,
+                        reqs[i].header ? reqs[i].header : "no header", r.curl_code, r.status,
+                        r.body, reqs[i].body);
+        else
+            check_passed++;
+        CHECK_STR(reply_header(&r, "Content-Length", h, sizeof h), "2");
+        CHECK_STR(reply_header(&r, "Content-Type", h, sizeof h), "text/plain");
+        if (delayed)
+            CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), "delay;dur=50");
+        else
+            CHECK(reply_header(&r, "Server-Timing", h, sizeof h) == NULL);
+        /* The route's 50 ms (or none), never an override's 2 s drip or 3 s delay. */
+        if (r.seconds < (delayed ? 0.05 : 0) || r.seconds > 1.5)
+            CHECK_FAIL_("%s took %.3f s", reqs[i].target, r.seconds);
+        else
+            check_passed++;
+    }
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "routes./test.status.200"), tests);
+    CHECK_INT(json_number(j, "routes./echo.status.200"), sizeof reqs / sizeof reqs[0] - tests);
+    CHECK_INT(json_number(j, "faults"), 0);
+    CHECK_INT(json_number(j, "cancels"), 0);
+    cJSON_Delete(j);
     stop_expect_clean(&s);
 }
 
@@ -430,6 +600,8 @@ static const struct itest_case cases[] = {
     {"config_routes_drip_fail_and_pool", config_routes_drip_fail_and_pool, ITEST_PLAIN, 0},
     {"config_routes_are_served", config_routes_are_served, ITEST_PLAIN, 0},
     {"bodiless_statuses_on_the_wire", bodiless_statuses_on_the_wire, ITEST_PLAIN, 0},
+    {"head_answers_like_get_without_body", head_answers_like_get_without_body, ITEST_PLAIN, 0},
+    {"no_overrides_ignores_every_override", no_overrides_ignores_every_override, ITEST_PLAIN, 0},
     {"binaries_answer_alike", binaries_answer_alike, ITEST_BOTH, 0},
 };
 
