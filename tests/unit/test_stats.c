@@ -151,12 +151,12 @@ static void stats_histograms_place_observations_by_bound(void)
 static void stats_prometheus_escapes_route_labels(void)
 {
     struct stats *st = stats_new(1, 1);
-    const char *names[] = {"/a\"b\\c"};
+    const char *names[] = {"/a\"b\\c\nd"};
     stats_request_begin(stats_shard(st, 0), 0);
     stats_request_end(stats_shard(st, 0), 0, 200);
     char *text = stats_to_prometheus(st, names, 1, 1.0, NULL, NULL);
-    CHECK(text &&
-          strstr(text, "slowsrv_requests_total{route=\"/a\\\"b\\\\c\",status=\"200\"} 1\n"));
+    CHECK(text && strstr(text, "slowsrv_requests_total{route=\"/a\\\"b\\\\c\\nd\",status=\"200\"} "
+                               "1\n"));
     free(text);
     stats_free(st);
 }
