@@ -771,14 +771,13 @@ static const struct opt_def *def_for_val(int val)
     return NULL;
 }
 
-static int validate(struct config *cfg, enum config_engine engine, const unsigned char *set,
-                    char *err, size_t errlen)
+static int validate(struct config *cfg, const struct config_engine *engine,
+                    const unsigned char *set, char *err, size_t errlen)
 {
     const unsigned char *set_max_conn = &set[find_def("max-connections") - opt_defs];
-    if (engine == CONFIG_ENGINE_H2O && cfg->model != CONFIG_MODEL_EPOLL) {
-        snprintf(err, errlen,
-                 "model: slowsrv-h2o runs event loops only; '%s' needs slowsrv (libmicrohttpd)",
-                 config_model_name(cfg->model));
+    if (!(engine->models & CONFIG_MODEL_BIT(cfg->model))) {
+        snprintf(err, errlen, "model: %s runs %s only; '%s' needs %s", engine->program,
+                 engine->models_name, config_model_name(cfg->model), engine->others);
         return -EINVAL;
     }
     if (cfg->model == CONFIG_MODEL_SELECT) {
@@ -885,18 +884,18 @@ static int one_line(int rc, char *err)
     return rc;
 }
 
-static int load(struct config *cfg, enum config_engine engine, int argc, char **argv,
+static int load(struct config *cfg, const struct config_engine *engine, int argc, char **argv,
                 char *const *envp, uint64_t random_seed, enum config_action *action, char *err,
                 size_t errlen);
 
-int config_load(struct config *cfg, enum config_engine engine, int argc, char **argv,
+int config_load(struct config *cfg, const struct config_engine *engine, int argc, char **argv,
                 char *const *envp, uint64_t random_seed, enum config_action *action, char *err,
                 size_t errlen)
 {
     return one_line(load(cfg, engine, argc, argv, envp, random_seed, action, err, errlen), err);
 }
 
-static int load(struct config *cfg, enum config_engine engine, int argc, char **argv,
+static int load(struct config *cfg, const struct config_engine *engine, int argc, char **argv,
                 char *const *envp, uint64_t random_seed, enum config_action *action, char *err,
                 size_t errlen)
 {
@@ -983,7 +982,7 @@ static int load(struct config *cfg, enum config_engine engine, int argc, char **
     return rc;
 }
 
-void config_usage(FILE *out, const char *program, enum config_engine engine)
+void config_usage(FILE *out, const struct config_engine *engine)
 {
     fprintf(out,
             "Usage: %s [options]\n"
@@ -991,7 +990,7 @@ void config_usage(FILE *out, const char *program, enum config_engine engine)
             "Routes: GET /test (waits --delay, answers ok), POST /write (multipart: byte count\n"
             "of the data part), any method / and /echo (OK), GET /healthz.\n\n"
             "Options (each also a config-file key and a SLOWSRV_<NAME> variable):\n",
-            program, engine == CONFIG_ENGINE_MHD ? "libmicrohttpd engine" : "libh2o engine");
+            engine->program, engine->description);
     for (size_t i = 0; i < NOPTS; i++) {
         const struct opt_def *d = &opt_defs[i];
         char left[64];

@@ -68,17 +68,24 @@ struct config_route {
     struct config_header headers[CONFIG_ROUTE_HEADERS];
 };
 
-enum config_engine {
-    CONFIG_ENGINE_MHD = 0, /* slowsrv: libmicrohttpd */
-    CONFIG_ENGINE_H2O,     /* slowsrv-h2o: libh2o */
-};
-
 enum config_model {
     CONFIG_MODEL_EPOLL = 0,
     CONFIG_MODEL_POLL,
     CONFIG_MODEL_SELECT,
     CONFIG_MODEL_THREAD_PER_CONNECTION,
 };
+
+/* What the engine a program is built on offers, as far as its options go. The engine fills it
+ * in (servers/<engine>/); the config names no engine. */
+struct config_engine {
+    const char *program;     /* "slowsrv-h2o": names the program in messages */
+    const char *description; /* "libh2o engine": on the --help line */
+    unsigned models;         /* CONFIG_MODEL_BIT() of every model it runs */
+    const char *models_name; /* what those models are called: "event loops" */
+    const char *others;      /* who runs the other models: "slowsrv (libmicrohttpd)" */
+};
+
+#define CONFIG_MODEL_BIT(m) (1u << (unsigned)(m))
 
 /* What the command line asks the program to do once the configuration is loaded. */
 enum config_action {
@@ -133,7 +140,7 @@ extern const struct config config_defaults;
  * "cfg.json: delay: bad duration '1sec' (...)". `random_seed` is used when no seed is given.
  * Not thread-safe (getopt); call once, from main, before any thread starts. On success the
  * caller releases the struct with config_cleanup(). */
-int config_load(struct config *cfg, enum config_engine engine, int argc, char **argv,
+int config_load(struct config *cfg, const struct config_engine *engine, int argc, char **argv,
                 char *const *envp, uint64_t random_seed, enum config_action *action, char *err,
                 size_t errlen);
 
@@ -151,8 +158,8 @@ int config_read_file(const char *path, size_t max, char **out, size_t *len, char
 /* Frees what config_load allocated (the routes). The struct may be loaded again afterwards. */
 void config_cleanup(struct config *cfg);
 
-/* Writes the --help text for `program` on `engine` to `out`. */
-void config_usage(FILE *out, const char *program, enum config_engine engine);
+/* Writes the --help text of `engine`'s program to `out`. */
+void config_usage(FILE *out, const struct config_engine *engine);
 
 /* Returns the name of a model ("epoll", "thread-per-connection"), a static string. */
 const char *config_model_name(enum config_model model);

@@ -111,10 +111,10 @@ void exchange_upload_finish(struct exchange *x);
 #define EXCHANGE_REFUSED 2 /* over workers and queue: x's plan now holds a 503 or PLAN_RESET */
 
 /* Takes a worker of --workers for x before its delay starts: GO (x is ADMITTED when it has a
- * worker), PARKED (x is QUEUED) or REFUSED (x is READY: its plan is the refusal). `admit` is called later, from any thread with the
- * pool's lock held, when a parked x gets its worker or the server stops: it must only hand x
- * back to its loop, which then calls exchange_admitted. Requests that use no worker (no pool,
- * /healthz, /stats, 404) always GO. */
+ * worker), PARKED (x is QUEUED) or REFUSED (x is READY: its plan is the refusal). `admit` is called
+ * later, from any thread with the pool's lock held, when a parked x gets its worker or the server
+ * stops: it must only hand x back to its loop, which then calls exchange_admitted. Requests that
+ * use no worker (no pool, /healthz, /stats, 404) always GO. */
 int exchange_admit(struct exchange *x, void (*admit)(struct pool_entry *e));
 
 /* A parked x was handed back to its loop by `admit`: returns EXCHANGE_GO (x is ADMITTED: carry

@@ -30,18 +30,18 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     sigset_t sigs;
     int sig;
 
-    if (config_load(&cfg, engine->engine, argc, argv, environ, random_seed(), &action, err,
+    if (config_load(&cfg, &engine->caps, argc, argv, environ, random_seed(), &action, err,
                     sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", engine->program, err);
+        fprintf(stderr, "%s: %s\n", engine->caps.program, err);
         return 2;
     }
     switch (action) {
     case CONFIG_ACTION_HELP:
-        config_usage(stdout, engine->program, engine->engine);
+        config_usage(stdout, &engine->caps);
         config_cleanup(&cfg);
         return 0;
     case CONFIG_ACTION_VERSION:
-        printf("%s %s (engine %s, %s)\n", engine->program, SLOWSRV_VERSION, engine->name,
+        printf("%s %s (engine %s, %s)\n", engine->caps.program, SLOWSRV_VERSION, engine->name,
                engine->library());
         config_cleanup(&cfg);
         return 0;
@@ -52,7 +52,7 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     case CONFIG_ACTION_RUN:
         break;
     }
-    log_init(&lg, engine->program, cfg.log_level, stderr);
+    log_init(&lg, engine->caps.program, cfg.log_level, stderr);
 
     /* Every thread inherits this mask; only the main thread takes the signals, in sigwait. */
     sigemptyset(&sigs);
@@ -67,7 +67,7 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     int nfds = sd_listen_fds(1);
     if (nfds > 1) {
         fprintf(stderr, "%s: systemd passed %d sockets; give the service exactly one\n",
-                engine->program, nfds);
+                engine->caps.program, nfds);
         config_cleanup(&cfg);
         return 2;
     }
@@ -77,7 +77,7 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     struct accesslog access, *al = NULL;
     if (cfg.access_log[0]) {
         if (accesslog_open(&access, cfg.access_log, err, sizeof err) != 0) {
-            fprintf(stderr, "%s: %s\n", engine->program, err);
+            fprintf(stderr, "%s: %s\n", engine->caps.program, err);
             config_cleanup(&cfg);
             return 2;
         }
@@ -86,7 +86,7 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
 
     int rc = engine->start(&srv, &cfg, &lg, inherited, al, err);
     if (rc != 0) {
-        fprintf(stderr, "%s: %s%s\n", engine->program, err,
+        fprintf(stderr, "%s: %s%s\n", engine->caps.program, err,
                 rc == -EADDRINUSE ? " (another server has it; pick another --port)" : "");
         config_cleanup(&cfg);
         if (al)
@@ -96,7 +96,7 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     char url[300];
     net_format_url(url, sizeof url, cfg.tls_cert[0] ? "https" : "http", cfg.bind,
                    engine->port(srv));
-    fprintf(stderr, "%s %s listening on %s (engine=%s model=%s threads=%u)\n", engine->program,
+    fprintf(stderr, "%s %s listening on %s (engine=%s model=%s threads=%u)\n", engine->caps.program,
             SLOWSRV_VERSION, url, engine->name, config_model_name(cfg.model), engine->threads(srv));
     fflush(stderr);
     /* Type=notify units wait for this; a no-op when NOTIFY_SOCKET is unset. */

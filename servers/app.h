@@ -17,9 +17,8 @@ struct app_server;
 
 /* What an engine offers the app. Every call is made from the main thread. */
 struct app_engine {
-    const char *program;          /* "slowsrv" */
+    struct config_engine caps;    /* its program name and models, for the options */
     const char *name;             /* "mhd", shown as engine=<name> */
-    enum config_engine engine;    /* which options it accepts */
     const char *(*library)(void); /* "libmicrohttpd 0.9.75" */
     /* Listens (or takes `inherited`, a socket from systemd, when >= 0) and starts serving; on
      * failure fills err (NET_ERR_LEN) and returns a negative errno (-EADDRINUSE for a port in

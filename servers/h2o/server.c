@@ -879,9 +879,12 @@ static const char *library(void)
 }
 
 const struct app_engine h2o_engine = {
-    .program = "slowsrv-h2o",
+    .caps = {.program = "slowsrv-h2o",
+             .description = "libh2o engine",
+             .models = CONFIG_MODEL_BIT(CONFIG_MODEL_EPOLL),
+             .models_name = "event loops",
+             .others = "slowsrv (libmicrohttpd)"},
     .name = "h2o",
-    .engine = CONFIG_ENGINE_H2O,
     .library = library,
     .start = h2s_server_start,
     .port = h2s_server_port,

@@ -1363,9 +1363,14 @@ static const char *library(void)
 }
 
 const struct app_engine mhd_engine = {
-    .program = "slowsrv",
+    .caps = {.program = "slowsrv",
+             .description = "libmicrohttpd engine",
+             .models = CONFIG_MODEL_BIT(CONFIG_MODEL_EPOLL) | CONFIG_MODEL_BIT(CONFIG_MODEL_POLL) |
+                       CONFIG_MODEL_BIT(CONFIG_MODEL_SELECT) |
+                       CONFIG_MODEL_BIT(CONFIG_MODEL_THREAD_PER_CONNECTION),
+             .models_name = "every model",
+             .others = "no other engine"},
     .name = "mhd",
-    .engine = CONFIG_ENGINE_MHD,
     .library = library,
     .start = mhd_server_start,
     .port = mhd_server_port,

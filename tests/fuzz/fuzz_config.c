@@ -6,7 +6,7 @@
  *              argv {"slowsrv", "--check-config", PATH}; bit 0 set: the rest is a command line,
  *              split on NUL bytes into up to 16 arguments after argv[0] = "slowsrv" (each an
  *              exact-size heap copy, so ASan sees any read past an argument);
- *              bit 1 picks the engine (clear: CONFIG_ENGINE_MHD, set: CONFIG_ENGINE_H2O)
+ *              bit 1 picks the engine (clear: every model, set: event loops only)
  *   the rest   the file or the arguments
  * The file is a memfd (memfd_create, written in place per input) named /proc/self/fd/N, so
  * nothing touches the disk. The environment is empty; stdin is /dev/null (a command line may
@@ -43,6 +43,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include "../unit/engines.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -156,7 +157,7 @@ static void check_routes_plan(const struct config *cfg)
     route_table_cleanup(&t);
 }
 
-static void check_loaded(const struct config *cfg, enum config_engine engine)
+static void check_loaded(const struct config *cfg, const struct config_engine *engine)
 {
     REQUIRE(cfg->threads >= 1);
     REQUIRE(cfg->port <= 65535);
@@ -177,13 +178,12 @@ static void check_loaded(const struct config *cfg, enum config_engine engine)
     REQUIRE(cfg->no_overrides == 0 || cfg->no_overrides == 1);
     REQUIRE(cfg->max_size <= (1ULL << 30));
     REQUIRE(cfg->error_rate >= 0 && cfg->error_rate <= 1);
-    REQUIRE(cfg->error_status >= 100 && cfg->error_status <= 599);
+    REQUIRE(cfg->error_status >= CONFIG_STATUS_MIN && cfg->error_status <= CONFIG_STATUS_MAX);
     REQUIRE(cfg->workers <= 10000000 && cfg->queue <= 10000000);
     REQUIRE(cfg->queue == 0 || cfg->workers > 0);
     REQUIRE((cfg->tls_cert[0] != '\0') == (cfg->tls_key[0] != '\0'));
     REQUIRE((unsigned)cfg->log_level <= LOG_LEVEL_DEBUG);
-    if (engine == CONFIG_ENGINE_H2O)
-        REQUIRE(cfg->model == CONFIG_MODEL_EPOLL);
+    REQUIRE(engine->models & CONFIG_MODEL_BIT(cfg->model));
     if (cfg->max_delay_us > 0 && delay_spec_max_us(&cfg->delay) != UINT64_MAX)
         REQUIRE(delay_spec_max_us(&cfg->delay) <= cfg->max_delay_us);
 
@@ -193,7 +193,7 @@ static void check_loaded(const struct config *cfg, enum config_engine engine)
         const struct config_route *r = &cfg->routes[i];
 
         REQUIRE(r->path != NULL && r->path[0] == '/' && strchr(r->path, '?') == NULL);
-        REQUIRE(r->status >= 100 && r->status <= 599);
+        REQUIRE(r->status >= CONFIG_STATUS_MIN && r->status <= CONFIG_STATUS_MAX);
         REQUIRE(r->nheaders <= CONFIG_ROUTE_HEADERS);
         for (size_t h = 0; h < r->nheaders; h++)
             REQUIRE(r->headers[h].name && r->headers[h].name[0] && r->headers[h].value &&
@@ -213,8 +213,8 @@ static void check_loaded(const struct config *cfg, enum config_engine engine)
 }
 
 /* One config_load; returns rc, leaves *cfg released. */
-static int load_once(enum config_engine engine, int argc, char **argv, enum config_action *action,
-                     char *err)
+static int load_once(const struct config_engine *engine, int argc, char **argv,
+                     enum config_action *action, char *err)
 {
     static struct config cfg; /* ~20 KiB of paths */
     static char *const envp[] = {NULL};
@@ -275,7 +275,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t flags = size ? data[0] : 0;
     const uint8_t *rest = size ? data + 1 : data;
     size_t len = size ? size - 1 : 0;
-    enum config_engine engine = (flags & 2) ? CONFIG_ENGINE_H2O : CONFIG_ENGINE_MHD;
+    const struct config_engine *engine = (flags & 2) ? &loops_only : &all_models;
     enum config_action a1, a2;
     char err1[CONFIG_ERR_LEN], err2[CONFIG_ERR_LEN];
     char *argv[MAX_ARGS + 2];

@@ -4,6 +4,7 @@
 
 #include "../../common/config.h"
 #include "check.h"
+#include "engines.h"
 
 static int load(struct config *cfg, const char *const *args, const char *const *env, char *err)
 {
@@ -14,8 +15,8 @@ static int load(struct config *cfg, const char *const *args, const char *const *
     for (size_t i = 0; args && args[i]; i++)
         argv[argc++] = (char *)(uintptr_t)args[i];
     argv[argc] = NULL;
-    return config_load(cfg, CONFIG_ENGINE_MHD, argc, argv, (char *const *)(uintptr_t)env, 99,
-                       &action, err, CONFIG_ERR_LEN);
+    return config_load(cfg, &all_models, argc, argv, (char *const *)(uintptr_t)env, 99, &action,
+                       err, CONFIG_ERR_LEN);
 }
 
 static void config_defaults_match_the_contract(void)
@@ -168,8 +169,7 @@ static void config_h2o_engine_refuses_other_models(void)
     char err[CONFIG_ERR_LEN] = "";
     char *argv[] = {(char *)(uintptr_t) "slowsrv-h2o", (char *)(uintptr_t) "--model",
                     (char *)(uintptr_t) "select", NULL};
-    CHECK_INT(config_load(&cfg, CONFIG_ENGINE_H2O, 3, argv, NULL, 1, &action, err, sizeof err),
-              -EINVAL);
+    CHECK_INT(config_load(&cfg, &loops_only, 3, argv, NULL, 1, &action, err, sizeof err), -EINVAL);
     CHECK(strstr(err, "slowsrv-h2o runs event loops only") != NULL);
 }
 
@@ -180,9 +180,9 @@ static void config_actions_are_recognised(void)
     char err[CONFIG_ERR_LEN] = "";
     char *help[] = {(char *)(uintptr_t) "slowsrv", (char *)(uintptr_t) "--help", NULL};
     char *ver[] = {(char *)(uintptr_t) "slowsrv", (char *)(uintptr_t) "-V", NULL};
-    CHECK_INT(config_load(&cfg, CONFIG_ENGINE_MHD, 2, help, NULL, 1, &action, err, sizeof err), 0);
+    CHECK_INT(config_load(&cfg, &all_models, 2, help, NULL, 1, &action, err, sizeof err), 0);
     CHECK_INT(action, CONFIG_ACTION_HELP);
-    CHECK_INT(config_load(&cfg, CONFIG_ENGINE_MHD, 2, ver, NULL, 1, &action, err, sizeof err), 0);
+    CHECK_INT(config_load(&cfg, &all_models, 2, ver, NULL, 1, &action, err, sizeof err), 0);
     CHECK_INT(action, CONFIG_ACTION_VERSION);
 }
 

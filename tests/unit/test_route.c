@@ -4,6 +4,7 @@
 
 #include "../../common/route.h"
 #include "check.h"
+#include "engines.h"
 
 /* Request headers for the lookup below: "Name: value" strings, NULL-terminated. */
 static const char *const *test_headers;
@@ -140,8 +141,8 @@ static int load_flags(struct config *cfg, int argc, const char *const *argv)
 {
     enum config_action action;
     char err[256] = "";
-    int rc = config_load(cfg, CONFIG_ENGINE_MHD, argc, (char **)(uintptr_t)argv, NULL, 1, &action,
-                         err, sizeof err);
+    int rc = config_load(cfg, &all_models, argc, (char **)(uintptr_t)argv, NULL, 1, &action, err,
+                         sizeof err);
     if (rc != 0)
         CHECK_FAIL_("config_load: %s", err);
     else
