@@ -216,7 +216,7 @@ static int set_value(struct config *cfg, const struct opt_def *d, const char *va
     char *field = (char *)cfg + d->offset;
     uint64_t v;
     const char *rest;
-    char derr[CONFIG_ERR_LEN];
+    char derr[CORE_ERR_LEN];
 
     switch (d->type) {
     case OPT_HOST:
@@ -443,7 +443,7 @@ static int load_file(struct config *cfg, const char *path, unsigned char *set, c
     }
     for (const cJSON *item = root->child; rc == 0 && item; item = item->next) {
         const struct opt_def *d = find_def(item->string);
-        char val[1024], why[CONFIG_ERR_LEN];
+        char val[1024], why[CORE_ERR_LEN];
         if (strcmp(item->string, "routes") == 0) {
             rc = load_routes(cfg, path, item, err, errlen);
         } else if (!d) {
@@ -666,7 +666,7 @@ static int load_routes(struct config *cfg, const char *path, const cJSON *arr, c
     cfg->nroutes = n;
     size_t i = 0;
     for (const cJSON *o = arr->child; o; o = o->next, i++) {
-        char why[CONFIG_ERR_LEN];
+        char why[CORE_ERR_LEN];
         if (parse_route(o, &cfg->routes[i], why, sizeof why) != 0) {
             snprintf(err, errlen, "%s: routes[%zu].%s", path, i, why);
             return -EINVAL;
@@ -720,7 +720,7 @@ static int load_env(struct config *cfg, char *const *envp, unsigned char *set, c
                     size_t errlen)
 {
     for (size_t i = 0; i < NOPTS; i++) {
-        char name[64], why[CONFIG_ERR_LEN];
+        char name[64], why[CORE_ERR_LEN];
         env_name(&opt_defs[i], name, sizeof name);
         const char *val = env_get(envp, name);
         if (!val)
@@ -965,7 +965,7 @@ static int load(struct config *cfg, const struct config_engine *engine, int argc
     optind = 0;
     while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
         const struct opt_def *d = def_for_val(opt);
-        char why[CONFIG_ERR_LEN];
+        char why[CORE_ERR_LEN];
         if (!d)
             continue;
         if (set_value(cfg, d, d->type == OPT_FLAG ? "1" : optarg, why, sizeof why) != 0) {

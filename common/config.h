@@ -14,10 +14,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core.h"
 #include "delay.h"
 #include "log.h"
 
-#define CONFIG_ERR_LEN 512
 #define CONFIG_HOST_LEN 256
 #define CONFIG_PATH_LEN 4096
 

@@ -73,9 +73,9 @@ int exchange_upload_begin(struct exchange *x, const char *content_type, int64_t 
     if (!x->upload)
         return -ENOMEM;
     if (upload_init(x->upload, content_type, content_length, max_body) == 0)
-        return 0;
+        return EXCHANGE_UPLOAD_READING;
     take_answer(x);
-    return 1;
+    return EXCHANGE_UPLOAD_DECIDED;
 }
 
 void exchange_body_bytes(struct exchange *x, size_t n)
@@ -90,14 +90,14 @@ int exchange_upload_feed(struct exchange *x, const void *buf, size_t len)
     exchange_body_bytes(x, len);
     int decided = upload_error(x->upload) != 0;
     if (upload_feed(x->upload, buf, len) == 0)
-        return 0;
+        return EXCHANGE_UPLOAD_READING;
     if (!decided) {
         take_answer(x);
         x->decided_at = upload_received(x->upload);
     }
     if (upload_received(x->upload) - x->decided_at > EXCHANGE_DISCARD_MAX)
         return -EMSGSIZE;
-    return 1;
+    return EXCHANGE_UPLOAD_DECIDED;
 }
 
 void exchange_upload_finish(struct exchange *x)
@@ -105,7 +105,7 @@ void exchange_upload_finish(struct exchange *x)
     take_answer(x);
 }
 
-int exchange_admit(struct exchange *x, void (*admit)(struct pool_entry *e))
+enum exchange_admission exchange_admit(struct exchange *x, void (*admit)(struct pool_entry *e))
 {
     if (!x->pool)
         return EXCHANGE_GO;
@@ -138,7 +138,7 @@ int exchange_admit(struct exchange *x, void (*admit)(struct pool_entry *e))
     return EXCHANGE_REFUSED;
 }
 
-int exchange_admitted(struct exchange *x)
+enum exchange_admission exchange_admitted(struct exchange *x)
 {
     x->state = x->pe.flushed ? EXCHANGE_CANCELLED : EXCHANGE_ADMITTED;
     return x->pe.flushed ? EXCHANGE_REFUSED : EXCHANGE_GO;

@@ -41,6 +41,12 @@ enum exchange_body {
     EXCHANGE_BODY_CUT,      /* ?fault=truncate: close the connection here */
 };
 
+/* Upload results of exchange_upload_begin and exchange_upload_feed (or a negative errno). */
+enum exchange_upload {
+    EXCHANGE_UPLOAD_READING = 0, /* go on with the body */
+    EXCHANGE_UPLOAD_DECIDED = 1, /* the answer is known (an error): x's plan holds it */
+};
+
 /* What the access log needs beyond the plan; allocated only while a log is open. */
 struct exchange_record {
     char method[16];
@@ -85,9 +91,9 @@ struct exchange *exchange_of_timer(struct timer_node *n);
 void exchange_body_bytes(struct exchange *x, size_t n);
 
 /* POST /write: starts counting the body. content_type is the request's header value or NULL,
- * content_length the announced size or -1. Returns 1 if the answer is already decided (415,
- * 400, or 413 from Content-Length; x's plan now holds it and the engine may answer at once and
- * drop the body), 0 to go on feeding, or -ENOMEM. */
+ * content_length the announced size or -1. Returns EXCHANGE_UPLOAD_DECIDED if the answer is
+ * already decided (415, 400, or 413 from Content-Length; x's plan now holds it and the engine may
+ * answer at once and drop the body), EXCHANGE_UPLOAD_READING to go on feeding, or -ENOMEM. */
 int exchange_upload_begin(struct exchange *x, const char *content_type, int64_t content_length,
                           uint64_t max_body);
 
@@ -95,32 +101,34 @@ int exchange_upload_begin(struct exchange *x, const char *content_type, int64_t 
  * and closes the connection. */
 #define EXCHANGE_DISCARD_MAX (64ULL << 20)
 
-/* Feeds len body bytes (counted as received). Returns 1 once the answer is decided (an error:
- * x's plan holds it), else 0. Bytes fed after that are only counted, and once more than
- * EXCHANGE_DISCARD_MAX of them came after the decision, returns -EMSGSIZE: the engine should
- * close the connection rather than read an endless body. */
+/* Feeds len body bytes (counted as received). Returns EXCHANGE_UPLOAD_DECIDED once the answer is
+ * decided (an error: x's plan holds it), else EXCHANGE_UPLOAD_READING. Bytes fed after that are
+ * only counted, and once more than EXCHANGE_DISCARD_MAX of them came after the decision, returns
+ * -EMSGSIZE: the engine should close the connection rather than read an endless body. */
 int exchange_upload_feed(struct exchange *x, const void *buf, size_t len);
 
 /* The body is complete: x's plan now holds the answer (200 and the byte count of the data part,
  * or the error). */
 void exchange_upload_finish(struct exchange *x);
 
-/* Results of exchange_admit. */
-#define EXCHANGE_GO 0      /* a worker is free (or there is no pool): carry on */
-#define EXCHANGE_PARKED 1  /* queued: the engine parks the request until `admit` runs */
-#define EXCHANGE_REFUSED 2 /* over workers and queue: x's plan now holds a 503 or PLAN_RESET */
+/* Results of exchange_admit and exchange_admitted. */
+enum exchange_admission {
+    EXCHANGE_GO = 0,  /* a worker is free (or there is no pool): carry on */
+    EXCHANGE_PARKED,  /* queued: the engine parks the request until `admit` runs */
+    EXCHANGE_REFUSED, /* over workers and queue (or stopping): no worker for this request */
+};
 
 /* Takes a worker of --workers for x before its delay starts: GO (x is ADMITTED when it has a
  * worker), PARKED (x is QUEUED) or REFUSED (x is READY: its plan is the refusal). `admit` is called
  * later, from any thread with the pool's lock held, when a parked x gets its worker or the server
  * stops: it must only hand x back to its loop, which then calls exchange_admitted. Requests that
  * use no worker (no pool, /healthz, /stats, 404) always GO. */
-int exchange_admit(struct exchange *x, void (*admit)(struct pool_entry *e));
+enum exchange_admission exchange_admit(struct exchange *x, void (*admit)(struct pool_entry *e));
 
 /* A parked x was handed back to its loop by `admit`: returns EXCHANGE_GO (x is ADMITTED: carry
  * on as after a GO), or EXCHANGE_REFUSED if the server is stopping (x is CANCELLED: it gets no
  * answer). */
-int exchange_admitted(struct exchange *x);
+enum exchange_admission exchange_admitted(struct exchange *x);
 
 /* Returns the exchange whose pool entry is e. */
 struct exchange *exchange_of_entry(struct pool_entry *e);

@@ -19,32 +19,32 @@ void net_close_all(int *fds, size_t n)
     }
 }
 
-static int open_one(char *err, const struct addrinfo *ai, const char *host, unsigned port,
-                    int reuseport, int backlog)
+static int open_one(const struct addrinfo *ai, const char *host, unsigned port, int reuseport,
+                    int backlog, char *err, size_t errlen)
 {
     int one = 1;
     int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         int e = errno;
-        snprintf(err, NET_ERR_LEN, "socket: %s", strerror(e));
+        snprintf(err, errlen, "socket: %s", strerror(e));
         return -e;
     }
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
         int e = errno;
-        snprintf(err, NET_ERR_LEN, "setsockopt SO_REUSEPORT: %s", strerror(e));
+        snprintf(err, errlen, "setsockopt SO_REUSEPORT: %s", strerror(e));
         close(fd);
         return -e;
     }
     if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
         int e = errno;
-        snprintf(err, NET_ERR_LEN, "bind %s:%u: %s", host, port, strerror(e));
+        snprintf(err, errlen, "bind %s:%u: %s", host, port, strerror(e));
         close(fd);
         return -e;
     }
     if (listen(fd, backlog) != 0) {
         int e = errno;
-        snprintf(err, NET_ERR_LEN, "listen %s:%u: %s", host, port, strerror(e));
+        snprintf(err, errlen, "listen %s:%u: %s", host, port, strerror(e));
         close(fd);
         return -e;
     }
@@ -70,8 +70,8 @@ static void set_port(struct sockaddr *sa, unsigned port)
         ((struct sockaddr_in *)sa)->sin_port = htons((uint16_t)port);
 }
 
-int net_listen(char *err, const char *host, unsigned port, size_t n, int backlog, int *fds,
-               unsigned *bound_port)
+int net_listen(const char *host, unsigned port, size_t n, int backlog, int *fds,
+               unsigned *bound_port, char *err, size_t errlen)
 {
     struct addrinfo hints, *res = NULL;
     char portstr[8];
@@ -85,14 +85,14 @@ int net_listen(char *err, const char *host, unsigned port, size_t n, int backlog
     snprintf(portstr, sizeof portstr, "%u", port);
     int rc = getaddrinfo(host, portstr, &hints, &res);
     if (rc != 0) {
-        snprintf(err, NET_ERR_LEN, "resolve %s: %s", host, gai_strerror(rc));
+        snprintf(err, errlen, "resolve %s: %s", host, gai_strerror(rc));
         return -EINVAL;
     }
     if (n > 1) {
         /* SO_REUSEPORT would let us share a port another server already holds with the same
          * option: claim the port once without it first, so that "in use" is reported, then let
          * the loops' sockets join it. */
-        int probe = open_one(err, res, host, port, 0, backlog);
+        int probe = open_one(res, host, port, 0, backlog, err, errlen);
         if (probe < 0) {
             freeaddrinfo(res);
             return probe;
@@ -102,7 +102,7 @@ int net_listen(char *err, const char *host, unsigned port, size_t n, int backlog
         close(probe);
     }
     for (size_t i = 0; i < n; i++) {
-        int fd = open_one(err, res, host, port, n > 1, backlog);
+        int fd = open_one(res, host, port, n > 1, backlog, err, errlen);
         if (fd < 0) {
             net_close_all(fds, i);
             freeaddrinfo(res);
@@ -155,7 +155,7 @@ int net_peer_gone(int fd)
     return 0;
 }
 
-int net_adopt(char *err, int fd, size_t n, int *fds, unsigned *bound_port)
+int net_adopt(int fd, size_t n, int *fds, unsigned *bound_port, char *err, size_t errlen)
 {
     int listening = 0, type = 0;
     socklen_t len = sizeof listening;
@@ -167,13 +167,13 @@ int net_adopt(char *err, int fd, size_t n, int *fds, unsigned *bound_port)
         getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &(socklen_t){sizeof type}) != 0 ||
         type != SOCK_STREAM || getsockname(fd, (struct sockaddr *)&ss, &sslen) != 0 ||
         (ss.ss_family != AF_INET && ss.ss_family != AF_INET6)) {
-        snprintf(err, NET_ERR_LEN, "socket activation: fd %d is not a listening TCP socket", fd);
+        snprintf(err, errlen, "socket activation: fd %d is not a listening TCP socket", fd);
         return -EINVAL;
     }
     int flags = fcntl(fd, F_GETFL);
     if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
         int e = errno;
-        snprintf(err, NET_ERR_LEN, "socket activation: fcntl: %s", strerror(e));
+        snprintf(err, errlen, "socket activation: fcntl: %s", strerror(e));
         return -e;
     }
     fds[0] = fd;
@@ -181,7 +181,7 @@ int net_adopt(char *err, int fd, size_t n, int *fds, unsigned *bound_port)
         fds[i] = fcntl(fd, F_DUPFD_CLOEXEC, 3);
         if (fds[i] < 0) {
             int e = errno;
-            snprintf(err, NET_ERR_LEN, "socket activation: dup: %s", strerror(e));
+            snprintf(err, errlen, "socket activation: dup: %s", strerror(e));
             fds[0] = -1; /* not ours to close */
             net_close_all(fds + 1, i - 1);
             return -e;
@@ -191,12 +191,12 @@ int net_adopt(char *err, int fd, size_t n, int *fds, unsigned *bound_port)
     return 0;
 }
 
-int net_open(char *err, const char *host, unsigned port, size_t n, int backlog, int inherited,
-             int *fds, unsigned *bound_port)
+int net_open(const char *host, unsigned port, size_t n, int backlog, int inherited, int *fds,
+             unsigned *bound_port, char *err, size_t errlen)
 {
     if (inherited >= 0)
-        return net_adopt(err, inherited, n, fds, bound_port);
-    return net_listen(err, host, port, n, backlog, fds, bound_port);
+        return net_adopt(inherited, n, fds, bound_port, err, errlen);
+    return net_listen(host, port, n, backlog, fds, bound_port, err, errlen);
 }
 
 void net_format_peer(const struct sockaddr *addr, char *buf, size_t len)

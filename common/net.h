@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#define NET_ERR_LEN 256
+#include "core.h"
 
 /* Opens `n` (>= 1) non-blocking TCP listening sockets on host:port with SO_REUSEADDR and, when
  * n > 1, SO_REUSEPORT; `host` is a numeric IPv4/IPv6 address or a name resolved once. Port 0
@@ -20,18 +20,18 @@
  * fds[0..n) (the caller closes them) and *bound_port, and returns 0. On failure closes whatever
  * it opened, writes e.g. "bind 127.0.0.1:8080: Address already in use" into err and returns a
  * negative errno (-EADDRINUSE for a port in use). */
-int net_listen(char *err, const char *host, unsigned port, size_t n, int backlog, int *fds,
-               unsigned *bound_port);
+int net_listen(const char *host, unsigned port, size_t n, int backlog, int *fds,
+               unsigned *bound_port, char *err, size_t errlen);
 
 /* Socket activation: shares one listening socket `fd` handed over by the service manager among
  * n loops (fds[0] = fd, the others dup()s of it), made non-blocking; *bound_port gets its port.
  * Returns 0, or a negative errno with err filled if fd is not a listening TCP socket. */
-int net_adopt(char *err, int fd, size_t n, int *fds, unsigned *bound_port);
+int net_adopt(int fd, size_t n, int *fds, unsigned *bound_port, char *err, size_t errlen);
 
 /* net_adopt(inherited) when the service manager handed over a socket (inherited >= 0), else
  * net_listen(host, port). */
-int net_open(char *err, const char *host, unsigned port, size_t n, int backlog, int inherited,
-             int *fds, unsigned *bound_port);
+int net_open(const char *host, unsigned port, size_t n, int backlog, int inherited, int *fds,
+             unsigned *bound_port, char *err, size_t errlen);
 
 /* Connections a loop accepts per wake-up at most, so that a flood of them cannot starve the
  * requests of those already open. */

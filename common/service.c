@@ -41,7 +41,7 @@ int service_conn_admit(struct service *s)
         return 0;
     atomic_fetch_sub_explicit(&s->connections, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->refused, 1, memory_order_relaxed);
-    return -1;
+    return -EBUSY;
 }
 
 int service_request_on_connection(const struct service *s, unsigned *requests)

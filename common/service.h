@@ -34,7 +34,7 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
 /* Frees what service_init made. */
 void service_cleanup(struct service *s);
 
-/* A connection was accepted: returns 0 and counts it open, or -1 if --max-connections are
+/* A connection was accepted: returns 0 and counts it open, or -EBUSY if --max-connections are
  * already open (counted as refused): the engine closes it at once. Thread-safe. */
 int service_conn_admit(struct service *s);
 

@@ -24,7 +24,7 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
 {
     struct config cfg;
     enum config_action action;
-    char err[CONFIG_ERR_LEN];
+    char err[CORE_ERR_LEN];
     struct log lg;
     struct app_server *srv;
     sigset_t sigs;
@@ -84,7 +84,7 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
         al = &access;
     }
 
-    int rc = engine->start(&srv, &cfg, &lg, inherited, al, err);
+    int rc = engine->start(&srv, &cfg, &lg, inherited, al, err, sizeof err);
     if (rc != 0) {
         fprintf(stderr, "%s: %s%s\n", engine->caps.program, err,
                 rc == -EADDRINUSE ? " (another server has it; pick another --port)" : "");

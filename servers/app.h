@@ -21,10 +21,10 @@ struct app_engine {
     const char *name;             /* "mhd", shown as engine=<name> */
     const char *(*library)(void); /* "libmicrohttpd 0.9.75" */
     /* Listens (or takes `inherited`, a socket from systemd, when >= 0) and starts serving; on
-     * failure fills err (NET_ERR_LEN) and returns a negative errno (-EADDRINUSE for a port in
+     * failure fills err (CORE_ERR_LEN) and returns a negative errno (-EADDRINUSE for a port in
      * use, -EINVAL for a bad setting such as a TLS file). */
     int (*start)(struct app_server **srv, const struct config *cfg, const struct log *lg,
-                 int inherited, struct accesslog *access, char *err);
+                 int inherited, struct accesslog *access, char *err, size_t errlen);
     unsigned (*port)(const struct app_server *srv);
     unsigned (*threads)(const struct app_server *srv); /* threads shown on the startup line */
     void (*stop)(struct app_server *srv);              /* drain within cfg->grace_us and join */

@@ -281,7 +281,8 @@ static void respond_upload(struct h2s_request *r)
         h2o_send_error_503(req, "Service Unavailable", "out of memory", 0);
         return;
     }
-    if (rc == 0 && exchange_upload_feed(&r->x, req->entity.base, req->entity.len) == 0)
+    if (rc == EXCHANGE_UPLOAD_READING &&
+        exchange_upload_feed(&r->x, req->entity.base, req->entity.len) == EXCHANGE_UPLOAD_READING)
         exchange_upload_finish(&r->x);
     if (r->x.plan.delay_us)
         wait_then_respond(r);
@@ -686,18 +687,18 @@ static int setup_tls(struct app_server *srv, char *err)
     const struct config *cfg = srv->cfg;
     srv->ssl_ctx = SSL_CTX_new(TLS_server_method());
     if (!srv->ssl_ctx) {
-        snprintf(err, NET_ERR_LEN, "tls: cannot create an OpenSSL context");
+        snprintf(err, CORE_ERR_LEN, "tls: cannot create an OpenSSL context");
         return -EINVAL;
     }
     SSL_CTX_set_min_proto_version(srv->ssl_ctx, TLS1_2_VERSION);
     if (SSL_CTX_use_certificate_chain_file(srv->ssl_ctx, cfg->tls_cert) != 1) {
-        snprintf(err, NET_ERR_LEN, "tls-cert: cannot load '%.120s': %s", cfg->tls_cert,
+        snprintf(err, CORE_ERR_LEN, "tls-cert: cannot load '%.120s': %s", cfg->tls_cert,
                  ERR_reason_error_string(ERR_get_error()));
         return -EINVAL;
     }
     if (SSL_CTX_use_PrivateKey_file(srv->ssl_ctx, cfg->tls_key, SSL_FILETYPE_PEM) != 1 ||
         SSL_CTX_check_private_key(srv->ssl_ctx) != 1) {
-        snprintf(err, NET_ERR_LEN, "tls-key: cannot load '%.120s' for the certificate: %s",
+        snprintf(err, CORE_ERR_LEN, "tls-key: cannot load '%.120s' for the certificate: %s",
                  cfg->tls_key, ERR_reason_error_string(ERR_get_error()));
         return -EINVAL;
     }
@@ -729,21 +730,21 @@ static int setup_globalconf(struct app_server *srv, char *err)
     char *tmpl = h2o_socket_buffer_mmap_settings.fn_template;
     size_t room = sizeof h2o_socket_buffer_mmap_settings.fn_template;
     if ((size_t)snprintf(tmpl, room, "%s/slowsrv-h2o.b.XXXXXX", srv->cfg->spool_dir) >= room) {
-        snprintf(err, NET_ERR_LEN, "spool-dir: path too long");
+        snprintf(err, CORE_ERR_LEN, "spool-dir: path too long");
         return -EINVAL;
     }
     return 0;
 }
 
 static int h2s_server_start(struct app_server **out, const struct config *cfg, const struct log *lg,
-                            int inherited_fd, struct accesslog *access, char *err)
+                            int inherited_fd, struct accesslog *access, char *err, size_t errlen)
 {
     struct app_server *srv = calloc(1, sizeof *srv);
     int fds[1024];
     int rc = 0;
 
     if (!srv) {
-        snprintf(err, NET_ERR_LEN, "out of memory");
+        snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
     srv->cfg = cfg;
@@ -752,13 +753,13 @@ static int h2s_server_start(struct app_server **out, const struct config *cfg, c
     atomic_init(&srv->stopping, 0);
     atomic_init(&srv->ready, 0);
     if (service_init(&srv->svc, cfg, srv->nloops, access) != 0) {
-        snprintf(err, NET_ERR_LEN, "out of memory");
+        snprintf(err, errlen, "out of memory");
         free(srv);
         return -ENOMEM;
     }
     srv->loops = calloc(srv->nloops, sizeof *srv->loops);
     if (!srv->loops) {
-        snprintf(err, NET_ERR_LEN, "out of memory");
+        snprintf(err, errlen, "out of memory");
         h2s_server_free(srv);
         return -ENOMEM;
     }
@@ -773,8 +774,8 @@ static int h2s_server_start(struct app_server **out, const struct config *cfg, c
         h2s_server_free(srv);
         return rc;
     }
-    rc = net_open(err, cfg->bind, cfg->port, srv->nloops, LISTEN_BACKLOG, inherited_fd, fds,
-                  &srv->port);
+    rc = net_open(cfg->bind, cfg->port, srv->nloops, LISTEN_BACKLOG, inherited_fd, fds, &srv->port,
+                  err, errlen);
     if (rc != 0) {
         h2s_server_free(srv);
         return rc;
@@ -792,7 +793,7 @@ static int h2s_server_start(struct app_server **out, const struct config *cfg, c
         /* HTTP/2 multiplexes: a loop may hold up to 100 waiting streams per connection. */
         if (loop->timer_fd < 0 || loop->wake_fd < 0 ||
             timer_heap_init(&loop->timers, per_loop * 100) != 0) {
-            snprintf(err, NET_ERR_LEN, "loop set-up: %s", strerror(errno));
+            snprintf(err, errlen, "loop set-up: %s", strerror(errno));
             rc = -ENOMEM;
             break;
         }
@@ -800,7 +801,7 @@ static int h2s_server_start(struct app_server **out, const struct config *cfg, c
     for (size_t i = 0; rc == 0 && i < srv->nloops; i++) {
         rc = -pthread_create(&srv->loops[i].thread, NULL, loop_main, &srv->loops[i]);
         if (rc != 0)
-            snprintf(err, NET_ERR_LEN, "pthread_create: %s", strerror(-rc));
+            snprintf(err, errlen, "pthread_create: %s", strerror(-rc));
         else
             srv->loops[i].thread_started = 1;
     }
@@ -812,7 +813,7 @@ static int h2s_server_start(struct app_server **out, const struct config *cfg, c
         nanosleep(&ts, NULL);
     }
     if (rc == 0 && atomic_load(&srv->ready) < srv->nloops) {
-        snprintf(err, NET_ERR_LEN, "event loops did not start within 10 s");
+        snprintf(err, errlen, "event loops did not start within 10 s");
         rc = -ETIMEDOUT;
     }
     if (rc != 0) {

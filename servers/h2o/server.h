@@ -18,7 +18,7 @@
 /* The engine's entry points for app_main (servers/app.h). start: Requests are logged to `access`
  * (NULL: none). Listens on cfg's address, or on inherited_fd (socket activation; -1 for none), (TLS
  * when cfg names a certificate) and starts the loop threads. cfg and lg must outlive the server.
- * Returns 0 and sets *out, or a negative errno with a one-line reason in err (NET_ERR_LEN bytes):
+ * Returns 0 and sets *out, or a negative errno with a one-line reason in err (CORE_ERR_LEN bytes):
  * -EADDRINUSE for a port in use, -EINVAL for unusable TLS files. Call from the main thread with
  * SIGTERM and SIGINT blocked. port: the port actually bound (useful with --port 0). threads:
  * event-loop threads serving. stop: stops accepting, lets in-flight requests finish for up to

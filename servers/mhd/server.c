@@ -483,7 +483,7 @@ static enum MHD_Result begin_upload(struct request *rq)
     if (rc < 0)
         return MHD_NO;
     /* 415, 400 or 413 known from the headers alone: answer before the body is read. */
-    return rc == 1 ? respond(rq) : MHD_YES;
+    return rc == EXCHANGE_UPLOAD_DECIDED ? respond(rq) : MHD_YES;
 }
 
 static void watch_arm(struct mhd_loop *loop, struct conn_watch *w)
@@ -566,7 +566,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         int fed = exchange_upload_feed(&rq->x, upload_data, n);
         if (fed < 0)
             return MHD_NO;
-        if (fed == 1 && !rq->x.answered && answer_early(rq) != 0)
+        if (fed == EXCHANGE_UPLOAD_DECIDED && !rq->x.answered && answer_early(rq) != 0)
             return MHD_NO;
         return MHD_YES;
     }
@@ -780,7 +780,7 @@ static struct mhd_shard *place(struct mhd_loop *loop)
 {
     struct mhd_shard *best = &loop->shards[0];
     size_t least = SIZE_MAX;
-    char err[NET_ERR_LEN];
+    char err[CORE_ERR_LEN];
     for (size_t i = 0; i < loop->used; i++) {
         size_t c = atomic_load_explicit(&loop->shards[i].conns, memory_order_relaxed);
         if (c < SHARD_CONNECTIONS)
@@ -1041,11 +1041,11 @@ static int start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err)
                                      MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     if (!shard->daemon) {
         if (srv->tls_cert)
-            snprintf(err, NET_ERR_LEN,
+            snprintf(err, CORE_ERR_LEN,
                      "tls-key: libmicrohttpd (GnuTLS) refused the certificate and key; is "
                      "--tls-key the PEM key of --tls-cert? (--log-level debug says more)");
         else
-            snprintf(err, NET_ERR_LEN,
+            snprintf(err, CORE_ERR_LEN,
                      "libmicrohttpd: cannot start the %s daemon (--log-level debug says why)",
                      config_model_name(srv->cfg->model));
         return -EINVAL;
@@ -1094,7 +1094,7 @@ static int shard_open(struct mhd_loop *loop, char *err)
         return rc;
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_EPOLL_FD);
     if (!di || loop_watch(loop, di->epoll_fd, loop->used) != 0) {
-        snprintf(err, NET_ERR_LEN, "epoll: %s", strerror(errno));
+        snprintf(err, CORE_ERR_LEN, "epoll: %s", strerror(errno));
         MHD_stop_daemon(s->daemon);
         s->daemon = NULL;
         return -EMFILE;
@@ -1110,21 +1110,21 @@ static int loop_epoll_init(struct mhd_loop *loop, char *err)
     loop->ep_fd = epoll_create1(EPOLL_CLOEXEC);
     if (loop->ep_fd < 0 || loop_watch(loop, loop->wake_fd, loop->nshards) != 0 ||
         loop_watch(loop, loop->listen_fd, loop->nshards + 1) != 0) {
-        snprintf(err, NET_ERR_LEN, "epoll: %s", strerror(errno));
+        snprintf(err, CORE_ERR_LEN, "epoll: %s", strerror(errno));
         return -EMFILE;
     }
     return shard_open(loop, err);
 }
 
 static int mhd_server_start(struct app_server **out, const struct config *cfg, const struct log *lg,
-                            int inherited_fd, struct accesslog *access, char *err)
+                            int inherited_fd, struct accesslog *access, char *err, size_t errlen)
 {
     struct app_server *srv = calloc(1, sizeof *srv);
     int fds[1024];
     int rc;
 
     if (!srv) {
-        snprintf(err, NET_ERR_LEN, "out of memory");
+        snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
     srv->cfg = cfg;
@@ -1139,7 +1139,7 @@ static int mhd_server_start(struct app_server **out, const struct config *cfg, c
     pthread_mutex_init(&srv->sleep_lock, NULL);
     monotonic_cond_init(&srv->sleep_cond);
     if (service_init(&srv->svc, cfg, srv->nloops, access) != 0) {
-        snprintf(err, NET_ERR_LEN, "out of memory");
+        snprintf(err, errlen, "out of memory");
         free(srv);
         return -ENOMEM;
     }
@@ -1150,7 +1150,7 @@ static int mhd_server_start(struct app_server **out, const struct config *cfg, c
         loop->shards = calloc(nshards, sizeof *loop->shards);
         if (!loop->shards) {
             mhd_server_free(srv);
-            snprintf(err, NET_ERR_LEN, "out of memory");
+            snprintf(err, errlen, "out of memory");
             return -ENOMEM;
         }
         loop->nshards = nshards;
@@ -1163,18 +1163,18 @@ static int mhd_server_start(struct app_server **out, const struct config *cfg, c
     }
     if (!srv->loops) {
         mhd_server_free(srv);
-        snprintf(err, NET_ERR_LEN, "out of memory");
+        snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
 
     if (cfg->tls_cert[0]) {
         size_t len;
-        char why[CONFIG_ERR_LEN];
+        char why[CORE_ERR_LEN];
         rc = config_read_file(cfg->tls_cert, 1 << 20, &srv->tls_cert, &len, why, sizeof why);
         if (rc == 0)
             rc = config_read_file(cfg->tls_key, 1 << 20, &srv->tls_key, &len, why, sizeof why);
         if (rc != 0) {
-            snprintf(err, NET_ERR_LEN, "%s: %.200s", srv->tls_cert ? "tls-key" : "tls-cert", why);
+            snprintf(err, errlen, "%s: %.200s", srv->tls_cert ? "tls-key" : "tls-cert", why);
             mhd_server_free(srv);
             return -EINVAL;
         } /* A certificate and key libmicrohttpd refuses are a config error, found before the
@@ -1184,7 +1184,7 @@ static int mhd_server_start(struct app_server **out, const struct config *cfg, c
                              NULL, MHD_OPTION_HTTPS_MEM_CERT, srv->tls_cert,
                              MHD_OPTION_HTTPS_MEM_KEY, srv->tls_key, MHD_OPTION_END);
         if (!probe) {
-            snprintf(err, NET_ERR_LEN,
+            snprintf(err, errlen,
                      "tls-key: %.80s does not load as the private key of %.80s (PEM expected)",
                      cfg->tls_key, cfg->tls_cert);
             mhd_server_free(srv);
@@ -1192,8 +1192,8 @@ static int mhd_server_start(struct app_server **out, const struct config *cfg, c
         }
         MHD_stop_daemon(probe);
     }
-    rc = net_open(err, cfg->bind, cfg->port, srv->nloops, LISTEN_BACKLOG, inherited_fd, fds,
-                  &srv->port);
+    rc = net_open(cfg->bind, cfg->port, srv->nloops, LISTEN_BACKLOG, inherited_fd, fds, &srv->port,
+                  err, errlen);
     if (rc != 0) {
         mhd_server_free(srv);
         return rc;
@@ -1217,7 +1217,7 @@ static int mhd_server_start(struct app_server **out, const struct config *cfg, c
     for (size_t i = 0; i < srv->nloops; i++) {
         struct mhd_loop *loop = &srv->loops[i];
         if (!srv->internal && !srv->tpc && loop->wake_fd < 0) {
-            snprintf(err, NET_ERR_LEN, "eventfd: %s", strerror(errno));
+            snprintf(err, errlen, "eventfd: %s", strerror(errno));
             rc = -EMFILE;
             break;
         }
@@ -1225,7 +1225,7 @@ static int mhd_server_start(struct app_server **out, const struct config *cfg, c
         if (rc == 0)
             rc = build_cache(srv, loop->cache);
         if (rc != 0) {
-            snprintf(err, NET_ERR_LEN, "out of memory");
+            snprintf(err, errlen, "out of memory");
             break;
         }
         if (cfg->model == CONFIG_MODEL_EPOLL) {
@@ -1239,7 +1239,7 @@ static int mhd_server_start(struct app_server **out, const struct config *cfg, c
         if (srv->tpc && cfg->header_timeout_us) {
             rc = -pthread_create(&loop->watch_thread, NULL, watch_main, loop);
             if (rc != 0) {
-                snprintf(err, NET_ERR_LEN, "pthread_create: %s", strerror(-rc));
+                snprintf(err, errlen, "pthread_create: %s", strerror(-rc));
                 break;
             }
             loop->watch_started = 1;
@@ -1247,7 +1247,7 @@ static int mhd_server_start(struct app_server **out, const struct config *cfg, c
         if (!srv->tpc) {
             rc = -pthread_create(&loop->thread, NULL, loop_main, loop);
             if (rc != 0) {
-                snprintf(err, NET_ERR_LEN, "pthread_create: %s", strerror(-rc));
+                snprintf(err, errlen, "pthread_create: %s", strerror(-rc));
                 break;
             }
             loop->thread_started = 1;

@@ -16,7 +16,7 @@
  * (NULL: none). Listens on cfg's address, or on inherited_fd (socket activation; -1 for none), and
  * starts serving in background threads. cfg and lg must outlive the server. Returns 0 and sets
  * *out; or returns a negative errno (-EADDRINUSE when the port is taken) with a one-line reason in
- * err (NET_ERR_LEN bytes). Call from the main thread with SIGTERM, SIGINT and SIGPIPE blocked, so
+ * err (CORE_ERR_LEN bytes). Call from the main thread with SIGTERM, SIGINT and SIGPIPE blocked, so
  * that the server's threads inherit the mask. port: the port actually bound (useful with --port 0).
  * threads: event-loop threads serving. stop: stops accepting, lets in-flight requests finish for up
  * to cfg->grace_us, closes every connection and joins the threads; blocks; call once, from the

@@ -21,10 +21,10 @@ static int connect_to(unsigned port)
 
 static void net_listen_port_zero_gives_all_sockets_one_port(void)
 {
-    char err[NET_ERR_LEN] = "";
+    char err[CORE_ERR_LEN] = "";
     int fds[3];
     unsigned port = 0;
-    CHECK_INT(net_listen(err, "127.0.0.1", 0, 3, 16, fds, &port), 0);
+    CHECK_INT(net_listen("127.0.0.1", 0, 3, 16, fds, &port, err, sizeof err), 0);
     CHECK(port > 0);
     for (int i = 0; i < 3; i++) {
         struct sockaddr_in sa;
@@ -44,11 +44,11 @@ static void net_listen_port_zero_gives_all_sockets_one_port(void)
 static void net_listen_reports_a_port_in_use(void)
 {
     for (size_t n = 1; n <= 2; n++) {
-        char err[NET_ERR_LEN] = "";
+        char err[CORE_ERR_LEN] = "";
         int a[2], b[2] = {5, 5};
         unsigned port = 0, port2 = 0;
-        CHECK_INT(net_listen(err, "127.0.0.1", 0, n, 16, a, &port), 0);
-        CHECK_INT(net_listen(err, "127.0.0.1", port, n, 16, b, &port2), -EADDRINUSE);
+        CHECK_INT(net_listen("127.0.0.1", 0, n, 16, a, &port, err, sizeof err), 0);
+        CHECK_INT(net_listen("127.0.0.1", port, n, 16, b, &port2, err, sizeof err), -EADDRINUSE);
         char want[128];
         snprintf(want, sizeof want, "bind 127.0.0.1:%u: Address already in use", port);
         CHECK_STR(err, want);
@@ -59,10 +59,10 @@ static void net_listen_reports_a_port_in_use(void)
 
 static void net_listen_refuses_an_unknown_host(void)
 {
-    char err[NET_ERR_LEN] = "";
+    char err[CORE_ERR_LEN] = "";
     int fd;
     unsigned port;
-    CHECK_INT(net_listen(err, "no.such.host.invalid", 0, 1, 16, &fd, &port), -EINVAL);
+    CHECK_INT(net_listen("no.such.host.invalid", 0, 1, 16, &fd, &port, err, sizeof err), -EINVAL);
     CHECK(strncmp(err, "resolve no.such.host.invalid: ", 30) == 0);
 }
 
@@ -77,10 +77,10 @@ static void net_format_url_brackets_ipv6(void)
 
 static void net_peer_gone_sees_a_closed_peer_only(void)
 {
-    char err[NET_ERR_LEN];
+    char err[CORE_ERR_LEN];
     int lfd;
     unsigned port;
-    net_listen(err, "127.0.0.1", 0, 1, 16, &lfd, &port);
+    net_listen("127.0.0.1", 0, 1, 16, &lfd, &port, err, sizeof err);
     int c = connect_to(port);
     usleep(10000);
     int s = accept(lfd, NULL, NULL);
