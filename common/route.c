@@ -282,16 +282,18 @@ long route_query_param(const char *query, size_t len, const char *name, char *bu
         const char *eq = memchr(p, '=', (size_t)(stop - p));
         const char *kend = eq ? eq : stop;
         if ((size_t)(kend - p) == nlen && memcmp(p, name, nlen) == 0) {
+            /* The whole decoded length is counted; what fits is stored. */
             size_t n = 0;
-            for (const char *v = eq ? eq + 1 : stop; v < stop && n + 1 < buflen; v++) {
+            for (const char *v = eq ? eq + 1 : stop; v < stop; v++, n++) {
+                char c = *v == '+' ? ' ' : *v;
                 if (*v == '%' && stop - v >= 3 && hexval(v[1]) >= 0 && hexval(v[2]) >= 0) {
-                    buf[n++] = (char)(hexval(v[1]) * 16 + hexval(v[2]));
+                    c = (char)(hexval(v[1]) * 16 + hexval(v[2]));
                     v += 2;
-                } else {
-                    buf[n++] = *v == '+' ? ' ' : *v;
                 }
+                if (n + 1 < buflen)
+                    buf[n] = c;
             }
-            buf[n] = '\0';
+            buf[n + 1 < buflen ? n : buflen - 1] = '\0';
             return (long)n;
         }
         p = stop + 1;
@@ -299,13 +301,29 @@ long route_query_param(const char *query, size_t len, const char *name, char *bu
     return -1;
 }
 
-/* An override from the query (which wins) or its header. */
+long route_value_copy(const char *v, size_t vlen, char *buf, size_t len)
+{
+    size_t n = vlen < len - 1 ? vlen : len - 1;
+    memcpy(buf, v, n);
+    buf[n] = '\0';
+    return (long)vlen;
+}
+
+/* An override from the query (which wins) or its header, into buf. Returns its length, -1 if
+ * the request has none, or -2 with a 400 in out if it is longer than buf holds (a cut value
+ * would be read as another one). */
 static long override_input(const struct route_request *rq, const char *param, const char *header,
-                           char *buf, size_t len)
+                           char *buf, size_t len, struct plan *out)
 {
     long n = rq->lookup(rq->ctx, ROUTE_QUERY, param, buf, len);
     if (n < 0 && header)
         n = rq->lookup(rq->ctx, ROUTE_HEADER, header, buf, len);
+    if (n >= (long)len) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "%s: value over %zu bytes", param, len - 1);
+        route_plan_error(out, 400, msg);
+        return -2;
+    }
     return n;
 }
 
@@ -376,7 +394,10 @@ static int apply_overrides(struct route_table *t, const struct route_request *rq
                            uint64_t *index, struct plan *out, enum config_fault *fault)
 {
     char val[128], msg[160];
-    if (override_input(rq, "delay", "X-Slowsrv-Delay", val, sizeof val) >= 0) {
+    long got;
+    if ((got = override_input(rq, "delay", "X-Slowsrv-Delay", val, sizeof val, out)) < -1)
+        return -1;
+    if (got >= 0) {
         struct delay_spec spec;
         char why[128];
         if (delay_spec_parse(&spec, val, why, sizeof why) != 0) {
@@ -405,7 +426,9 @@ static int apply_overrides(struct route_table *t, const struct route_request *rq
         out->timing = out->timing_buf;
         out->cacheable = 0;
     }
-    if (override_input(rq, "status", "X-Slowsrv-Status", val, sizeof val) >= 0) {
+    if ((got = override_input(rq, "status", "X-Slowsrv-Status", val, sizeof val, out)) < -1)
+        return -1;
+    if (got >= 0) {
         char *end;
         unsigned long code = strtoul(val, &end, 10);
         if (end == val || *end || code < CONFIG_STATUS_MIN || code > CONFIG_STATUS_MAX ||
@@ -418,7 +441,9 @@ static int apply_overrides(struct route_table *t, const struct route_request *rq
         out->status = (unsigned)code;
         out->cacheable = 0;
     }
-    if (override_input(rq, "size", NULL, val, sizeof val) >= 0) {
+    if ((got = override_input(rq, "size", NULL, val, sizeof val, out)) < -1)
+        return -1;
+    if (got >= 0) {
         char *end;
         unsigned long long n = strtoull(val, &end, 10);
         if (end == val || *end || val[0] == '-' || val[0] == '+' || n > t->max_size) {
@@ -437,7 +462,9 @@ static int apply_overrides(struct route_table *t, const struct route_request *rq
         out->content_type = ct_text;
         out->cacheable = 0;
     }
-    if (override_input(rq, "drip", "X-Slowsrv-Drip", val, sizeof val) >= 0) {
+    if ((got = override_input(rq, "drip", "X-Slowsrv-Drip", val, sizeof val, out)) < -1)
+        return -1;
+    if (got >= 0) {
         char why[128];
         if (delay_drip_parse(&out->drip, val, why, sizeof why) != 0) {
             snprintf(msg, sizeof msg, "drip: %s", why);
@@ -454,7 +481,9 @@ static int apply_overrides(struct route_table *t, const struct route_request *rq
         }
         out->cacheable = 0;
     }
-    if (override_input(rq, "fault", "X-Slowsrv-Fault", val, sizeof val) >= 0) {
+    if ((got = override_input(rq, "fault", "X-Slowsrv-Fault", val, sizeof val, out)) < -1)
+        return -1;
+    if (got >= 0) {
         if (config_fault_parse(val, fault) != 0) {
             snprintf(msg, sizeof msg, "fault: '%.40s' is not close, reset, truncate or none", val);
             route_plan_error(out, 400, msg);

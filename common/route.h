@@ -120,8 +120,10 @@ enum route_input {
     ROUTE_HEADER,    /* a request header, by case-insensitive name */
 };
 
-/* Reads input `name` of the request into buf (len bytes, NUL-terminated, truncated to fit).
- * Returns the value's length, or -1 if the request has no such input. */
+/* Reads input `name` of the request into buf (len bytes, NUL-terminated). Returns the whole
+ * value's length, or -1 if the request has no such input. A length of len or more means the
+ * value did not fit: buf holds only its start, and the route refuses it (never reads a cut
+ * value). route_value_copy() does the copying. */
 typedef long (*route_lookup_fn)(void *ctx, enum route_input kind, const char *name, char *buf,
                                 size_t len);
 
@@ -171,9 +173,13 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
 int route_cached_plan(const struct route_table *t, size_t id, struct plan *out);
 
 /* Finds query parameter `name` in query[0..len) (the part after '?') and writes its
- * percent-decoded value into buf as a route_lookup_fn does. For engines whose library hands
- * over the raw query. */
+ * percent-decoded value into buf as a route_lookup_fn does (the return value is the whole
+ * decoded length). For engines whose library hands over the raw query. */
 long route_query_param(const char *query, size_t len, const char *name, char *buf, size_t buflen);
+
+/* A route_lookup_fn's copy of a value v of vlen bytes into buf (len >= 1 bytes): at most len - 1
+ * bytes, NUL-terminated. Returns vlen. */
+long route_value_copy(const char *v, size_t vlen, char *buf, size_t len);
 
 /* The body of GET /stats (what = PLAN_STATS, JSON) or GET /metrics (PLAN_METRICS, Prometheus
  * text) for the counters `st` (sized by route_stats_count) of table t, started at started_us

@@ -266,17 +266,17 @@ static void wait_then_respond(struct h2s_request *r)
 static void respond_upload(struct h2s_request *r)
 {
     h2o_req_t *req = r->req;
-    char ctype[1024] = "";
+    char *ctype = NULL;
     ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_TYPE, -1);
     if (i >= 0) {
+        /* Whole, however long (the request's pool holds it): a cut boundary is another one. */
         h2o_iovec_t v = req->headers.entries[i].value;
-        size_t n = v.len < sizeof ctype - 1 ? v.len : sizeof ctype - 1;
-        memcpy(ctype, v.base, n);
-        ctype[n] = '\0';
+        ctype = h2o_mem_alloc_pool(&req->pool, v.len + 1);
+        route_value_copy(v.base, v.len, ctype, v.len + 1);
     }
     /* libh2o already refused a body over max_request_entity_size (--max-body) with its own 413
      * and keeps no Content-Length apart from the body it read. */
-    int rc = exchange_upload_begin(&r->x, i >= 0 ? ctype : NULL, -1, r->loop->srv->cfg->max_body);
+    int rc = exchange_upload_begin(&r->x, ctype, -1, r->loop->srv->cfg->max_body);
     if (rc < 0) {
         h2o_send_error_503(req, "Service Unavailable", "out of memory", 0);
         return;
@@ -366,10 +366,7 @@ static long on_lookup(void *ctx, enum route_input kind, const char *name, char *
     if (i < 0)
         return -1;
     h2o_iovec_t v = req->headers.entries[i].value;
-    size_t vn = v.len < len - 1 ? v.len : len - 1;
-    memcpy(buf, v.base, vn);
-    buf[vn] = '\0';
-    return (long)vn;
+    return route_value_copy(v.base, v.len, buf, len);
 }
 
 /* Carries a request on once it may use a worker. */

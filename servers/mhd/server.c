@@ -427,14 +427,7 @@ static long on_lookup(void *ctx, enum route_input kind, const char *name, char *
 {
     const char *v = MHD_lookup_connection_value(
         ctx, kind == ROUTE_QUERY ? MHD_GET_ARGUMENT_KIND : MHD_HEADER_KIND, name);
-    if (!v)
-        return -1;
-    size_t n = strlen(v);
-    if (n >= len)
-        n = len - 1;
-    memcpy(buf, v, n);
-    buf[n] = '\0';
-    return (long)n;
+    return v ? route_value_copy(v, strlen(v), buf, len) : -1;
 }
 
 /* libmicrohttpd 0.9.75 cannot queue an answer while it receives a body (only before it, or after

@@ -589,8 +589,45 @@ static void route_query_param_decodes_and_finds_exact_names(void)
     CHECK_INT(route_query_param(q, strlen(q), "s", buf, sizeof buf), 5);
     CHECK_STR(buf, "a b%2");
     CHECK_INT(route_query_param(q, strlen(q), "missing", buf, sizeof buf), -1);
-    CHECK_INT(route_query_param(q, strlen(q), "delay", buf, 3), 2);
+    /* A value that does not fit: its start is stored, its whole length returned. */
+    CHECK_INT(route_query_param(q, strlen(q), "delay", buf, 3), 4);
     CHECK_STR(buf, "20");
+    char small[2];
+    CHECK_INT(route_value_copy("abcdef", 6, small, sizeof small), 6);
+    CHECK_STR(small, "a");
+}
+
+/* An override value too long for the route's buffer is refused, never read cut short: from the
+ * query and from its header alike. */
+static void route_overlong_override_is_refused(void)
+{
+    struct route_table t;
+    struct plan p;
+    static char target[400];
+    route_table_init(&t, &config_defaults);
+    int n = snprintf(target, sizeof target, "/echo?delay=");
+    memset(target + n, '1', 200);
+    snprintf(target + n + 200, sizeof target - (size_t)n - 200, "us");
+    plan(&t, "GET", target, &p);
+    CHECK_INT(p.status, 400);
+    CHECK_STR(p.body, "{\"error\": \"delay: value over 127 bytes\", \"status\": 400}");
+    plan(&t, "GET",
+         "/echo?status=2000000000000000000000000000000000000000000000000000000000000000"
+         "000000000000000000000000000000000000000000000000000000000000000000000000",
+         &p);
+    CHECK_INT(p.status, 400);
+    CHECK_STR(p.body, "{\"error\": \"status: value over 127 bytes\", \"status\": 400}");
+    /* Exactly one byte too many (128) is refused too; 127 is read whole. */
+    n = snprintf(target, sizeof target, "/echo?size=");
+    memset(target + n, '0', 128);
+    target[n + 128] = '\0';
+    plan(&t, "GET", target, &p);
+    CHECK_STR(p.body, "{\"error\": \"size: value over 127 bytes\", \"status\": 400}");
+    target[n + 127] = '\0';
+    plan(&t, "GET", target, &p);
+    CHECK_INT(p.status, 200);
+    CHECK_INT(p.body_len, 0);
+    route_table_cleanup(&t);
 }
 
 static void route_error_bodies_stay_valid_json_whatever_the_input(void)
@@ -696,6 +733,7 @@ static void route_size_bodies_repeat_one_line_to_the_last_byte(void)
 
 int main(void)
 {
+    route_overlong_override_is_refused();
     route_size_bodies_repeat_one_line_to_the_last_byte();
     route_drip_and_fault_shape_the_plan();
     route_config_shapes_and_pools();
