@@ -43,6 +43,7 @@ struct h2s_request {
     h2o_generator_t gen; /* a paced body (?drip=, ?fault=truncate) */
     uint64_t sent;       /* its bytes handed to libh2o so far */
     int sending;         /* bytes handed to libh2o and not yet sent (proceed is due) */
+    int head_sent;       /* the head went out ahead of the first chunk */
 };
 
 struct h2s_loop {
@@ -180,6 +181,13 @@ static void send_paced(struct h2s_request *r)
         return;
     }
     arm_timer(r->loop);
+    /* The head goes out when the delay ends, as slowsrv's does, not with the first chunk:
+     * libh2o writes it on the first send, so send nothing yet. */
+    if (!r->head_sent && !r->sending) {
+        r->head_sent = 1;
+        r->sending = 1;
+        h2o_send(r->req, NULL, 0, H2O_SEND_STATE_IN_PROGRESS);
+    }
 }
 
 static void on_paced_proceed(h2o_generator_t *gen, h2o_req_t *req)

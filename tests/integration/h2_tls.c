@@ -228,6 +228,100 @@ static void h2_faults_end_the_connection(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
+/* HTTP/2 streams are capped at 100 per connection and the client waits (doc/limits.md): 150
+ * delayed streams on ONE connection finish in two waves, 100 after one delay and 50 after two.
+ * The client would open all 150 at once (CURLMOPT_MAX_CONCURRENT_STREAMS 150), so the waves are
+ * the server's cap; /stats, read while they run, never shows more than 100 waiting. A stream
+ * of the second wave opens only when one of the first is answered, so it ends two delays after
+ * the start at the earliest: the 100/50 split is exact while the first wave ends within one more
+ * delay. */
+static void h2_streams_capped_at_100_per_connection(const struct itest_env *env)
+{
+    enum { N = 150, CAP = 100 };
+    const double delay = 0.5;
+    struct server s;
+    static struct reply replies[N], poll_reply;
+    static double done_at[N];
+    CURL *easies[N];
+    if (start_tls(env, &s, "500ms") != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    struct target t = {s.port, 1, CURL_HTTP_VERSION_2_0, 0};
+    struct target report = {s.port, 1, CURL_HTTP_VERSION_1_1, 0};
+    CURLM *m = curl_multi_init();
+    curl_multi_setopt(m, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, 1L);
+    curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, 1L);
+    curl_multi_setopt(m, CURLMOPT_MAX_CONCURRENT_STREAMS, (long)N);
+    double start = now_seconds();
+    for (size_t i = 0; i < N; i++) {
+        easies[i] = http_easy(&t, "GET", "/test", &replies[i]);
+        curl_easy_setopt(easies[i], CURLOPT_PIPEWAIT, 1L);
+        curl_easy_setopt(easies[i], CURLOPT_PRIVATE, (void *)&done_at[i]);
+        done_at[i] = -1;
+        curl_multi_add_handle(m, easies[i]);
+    }
+    int running = 0;
+    double max_waiting = -1, last_poll = 0;
+    do {
+        curl_multi_perform(m, &running);
+        for (CURLMsg *msg; (msg = curl_multi_info_read(m, &(int){0})) != NULL;) {
+            double *at = NULL;
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&at);
+            *at = now_seconds() - start;
+        }
+        /* What the server holds: requests waiting on their delay, on a second connection. */
+        if (running && now_seconds() - last_poll > 0.02) {
+            http_request_to(&report, "GET", "/stats", NULL, NULL, &poll_reply, NULL);
+            cJSON *j = cJSON_Parse(poll_reply.body);
+            double w = json_number(j, "waiting");
+            max_waiting = w > max_waiting ? w : max_waiting;
+            cJSON_Delete(j);
+            last_poll = now_seconds();
+        }
+        if (running)
+            curl_multi_poll(m, NULL, 0, 20, NULL);
+    } while (running && now_seconds() - start < 15);
+    unsigned good = 0, first = 0, second = 0;
+    long connects = 0;
+    double fastest = 1e9, slowest = 0;
+    for (size_t i = 0; i < N; i++) {
+        long status = 0, version = 0, c = 0;
+        curl_easy_getinfo(easies[i], CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(easies[i], CURLINFO_HTTP_VERSION, &version);
+        curl_easy_getinfo(easies[i], CURLINFO_NUM_CONNECTS, &c);
+        connects += c;
+        good +=
+            status == 200 && version == CURL_HTTP_VERSION_2_0 && strcmp(replies[i].body, "ok") == 0;
+        first += done_at[i] >= delay && done_at[i] < 2 * delay;
+        second += done_at[i] >= 2 * delay && done_at[i] <= 2 * delay + BATCH_SLACK;
+        fastest = done_at[i] < fastest ? done_at[i] : fastest;
+        slowest = done_at[i] > slowest ? done_at[i] : slowest;
+        curl_multi_remove_handle(m, easies[i]);
+        curl_easy_cleanup(easies[i]);
+    }
+    curl_multi_cleanup(m);
+    CHECK_INT(good, N);
+    CHECK_INT(connects, 1); /* every stream on the one connection */
+    CHECK_INT(first, CAP);
+    CHECK_INT(second, N - CAP);
+    if (first != CAP || second != N - CAP)
+        fprintf(stderr,
+                "want %d in [%.1f, %.1f) s and %d in [%.1f, %.2f] s: fastest %.3f s, "
+                "slowest %.3f s\n",
+                CAP, delay, 2 * delay, N - CAP, 2 * delay, 2 * delay + BATCH_SLACK, fastest,
+                slowest);
+    CHECK_INT(max_waiting, CAP);
+    cJSON *j = settled_stats(&report);
+    CHECK_INT(json_number(j, "routes./test.status.200"), N);
+    CHECK_INT(json_number(j, "cancels"), 0);
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
 static const struct itest_case cases[] = {
     {"tls_serves_https", tls_serves_https, ITEST_PLAIN, 0},
     {"h2c_prior_knowledge_and_upgrade", h2c_prior_knowledge_and_upgrade, ITEST_PLAIN, ENGINE_HTTP2},
@@ -237,6 +331,8 @@ static const struct itest_case cases[] = {
     {"h2_reset_streams_cancel_at_once", h2_reset_streams_cancel_at_once, ITEST_PLAIN, ENGINE_HTTP2},
     {"h2_drip_and_faults", h2_drip_and_faults, ITEST_PLAIN, ENGINE_HTTP2},
     {"h2_faults_end_the_connection", h2_faults_end_the_connection, ITEST_PLAIN, ENGINE_HTTP2},
+    {"h2_streams_capped_at_100_per_connection", h2_streams_capped_at_100_per_connection,
+     ITEST_PLAIN, ENGINE_HTTP2},
 };
 
 const struct itest_suite itest_suite_h2_tls = {"h2_tls", cases, sizeof cases / sizeof cases[0]};

@@ -340,6 +340,7 @@ int http_request_to(const struct target *t, const char *method, const char *path
     r->curl_code = (int)curl_easy_perform(c);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
     curl_easy_getinfo(c, CURLINFO_TOTAL_TIME, &r->seconds);
+    curl_easy_getinfo(c, CURLINFO_STARTTRANSFER_TIME, &r->head_at);
     if (version_out)
         curl_easy_getinfo(c, CURLINFO_HTTP_VERSION, version_out);
     curl_slist_free_all(hl);

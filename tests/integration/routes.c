@@ -123,6 +123,10 @@ static void drip_and_faults(const struct itest_env *env)
     CHECK_STR(reply_header(&r, "Content-Length", h, sizeof h), "1000");
     CHECK_INT(strncmp(r.body, "slowsrv filler", 14), 0);
     /* Headers after the delay, the first chunk 200 ms later, the last 1 s after the headers. */
+    if (r.head_at < 0.1 || r.head_at > 0.1 + LONE_SLACK)
+        CHECK_FAIL_("head after %.3f s, want it when the 100 ms delay ends", r.head_at);
+    else
+        check_passed++;
     if (r.first_body_at < 0.3 || r.first_body_at > 0.3 + LONE_SLACK)
         CHECK_FAIL_("first chunk after %.3f s, want about 0.3 s", r.first_body_at);
     if (r.seconds < 1.1 || r.seconds > 1.1 + LONE_SLACK)
@@ -593,6 +597,226 @@ static void binaries_answer_alike(const struct itest_env *env)
     stop_expect_clean(&b);
 }
 
+/* Every answer of a delayed request carries Server-Timing: delay;dur=<intended ms> (README
+ * §Shaping), drips and truncations included: the headers go out when the delay is over, before
+ * the body is paced or cut. Delays from --delay, from ?delay= on an undelayed route and from a
+ * config route's own delay; over HTTP/2 too where the engine speaks it. */
+static void delayed_drips_and_truncations_carry_server_timing(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    char h[64];
+    const char *path = write_file(env, "timing.json",
+                                  "{\"delay\": \"50ms\", \"routes\": [{\"path\": \"/slow-body\", "
+                                  "\"body\": \"0123456789\", \"delay\": \"40ms\", \"drip\": "
+                                  "\"2,100ms\"}, {\"path\": \"/cut\", \"body\": \"0123456789\", "
+                                  "\"delay\": \"60ms\", \"fault\": \"truncate\"}]}");
+    const char *args[] = {"--config", path, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    static const struct {
+        const char *target, *timing;
+        int curl_code;   /* CURLE_PARTIAL_FILE for a truncated body */
+        size_t body_len; /* what arrives */
+        double lo;       /* the delay, plus the whole drip when it is not cut */
+    } reqs[] = {
+        {"/test?size=100&drip=2,100ms", "delay;dur=50", CURLE_OK, 100, 0.15},
+        {"/test?size=100&fault=truncate", "delay;dur=50", CURLE_PARTIAL_FILE, 50, 0.05},
+        {"/test?size=100&drip=4,200ms&fault=truncate", "delay;dur=50", CURLE_PARTIAL_FILE, 50,
+         0.05},
+        {"/echo?delay=30ms&size=100&drip=2,100ms", "delay;dur=30", CURLE_OK, 100, 0.13},
+        {"/echo?delay=30ms&size=100&fault=truncate", "delay;dur=30", CURLE_PARTIAL_FILE, 50, 0.03},
+        {"/slow-body", "delay;dur=40", CURLE_OK, 10, 0.14},
+        {"/cut", "delay;dur=60", CURLE_PARTIAL_FILE, 5, 0.06},
+    };
+    for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {
+        http_request(s.port, "GET", reqs[i].target, NULL, NULL, &r);
+        if (r.curl_code != reqs[i].curl_code || r.status != 200 || r.body_len != reqs[i].body_len)
+            CHECK_FAIL_("%s: libcurl %d, %ld with %zu bytes (want libcurl %d, 200 with %zu)",
+                        reqs[i].target, r.curl_code, r.status, r.body_len, reqs[i].curl_code,
+                        reqs[i].body_len);
+        else
+            check_passed++;
+        CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), reqs[i].timing);
+        if (r.seconds < reqs[i].lo || r.seconds > reqs[i].lo + 0.2 + LONE_SLACK)
+            CHECK_FAIL_("%s took %.3f s, want at least %.2f s", reqs[i].target, r.seconds,
+                        reqs[i].lo);
+        else
+            check_passed++;
+    }
+    /* HTTP/2 (h2c prior knowledge): the same header on a paced stream. A truncated stream is not
+     * checked here: the server sends HEADERS, half the DATA and RST_STREAM together, and libcurl
+     * 7.88 drops the headers it has not yet handed over when the reset comes in the same read. */
+    if (itest_has(env, ENGINE_HTTP2)) {
+        struct target t = {s.port, 0, CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE, 0};
+        long version = 0;
+        http_request_to(&t, "GET", "/test?size=100&drip=2,100ms", NULL, NULL, &r, &version);
+        CHECK_INT(version, CURL_HTTP_VERSION_2_0);
+        CHECK_INT(r.body_len, 100);
+        CHECK_STR(reply_header(&r, "server-timing", h, sizeof h), "delay;dur=50");
+    }
+    stop_expect_clean(&s);
+}
+
+/* /healthz, /stats and /metrics answer at once and as they are (README §Shaping): ?status=,
+ * ?size=, ?fault=, ?drip= and the X-Slowsrv-* headers change nothing on the wire. Each answer is
+ * 200 with the route's own type and body, no Server-Timing, in well under the 1 s drip asked for,
+ * and nothing is counted as a fault. */
+static void health_and_reports_ignore_overrides(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    char h[128], clen[32];
+    START(env, &s, "--delay", "0");
+    static const struct {
+        const char *path, *ctype;
+    } routes[] = {
+        {"/healthz", "text/plain"},
+        {"/stats", "application/json"},
+        {"/metrics", "text/plain; version=0.0.4"},
+    };
+    static const struct {
+        const char *query, *header;
+    } overrides[] = {
+        {"?status=500&size=10&fault=reset&drip=2,1s", NULL},
+        {"?status=503", NULL},
+        {"?size=10", NULL},
+        {"?size=100&fault=truncate", NULL},
+        {"?fault=close", NULL},
+        {"?fault=reset", NULL},
+        {"?size=100&drip=2,1s", NULL},
+        {"?status=700&size=-1&fault=explode&drip=0", NULL},
+        {"", "X-Slowsrv-Status: 500"},
+        {"", "X-Slowsrv-Fault: reset"},
+        {"", "X-Slowsrv-Drip: 2,1s"},
+        {"", "X-Slowsrv-Delay: 1s"},
+    };
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        for (size_t k = 0; k < sizeof overrides / sizeof overrides[0]; k++) {
+            char target[128];
+            const char *hdrs[] = {overrides[k].header, NULL};
+            snprintf(target, sizeof target, "%s%s", routes[i].path, overrides[k].query);
+            http_request(s.port, "GET", target, NULL, hdrs, &r);
+            const char *hdr = overrides[k].header ? overrides[k].header : "";
+            if (r.curl_code != CURLE_OK || r.status != 200 || r.seconds > 0.6)
+                CHECK_FAIL_("%s %s: libcurl %d, %ld in %.3f s (want 200 at once)", target, hdr,
+                            r.curl_code, r.status, r.seconds);
+            else
+                check_passed++;
+            CHECK_STR(reply_header(&r, "Content-Type", h, sizeof h), routes[i].ctype);
+            CHECK(reply_header(&r, "Server-Timing", h, sizeof h) == NULL);
+            snprintf(clen, sizeof clen, "%zu", r.body_len);
+            CHECK_STR(reply_header(&r, "Content-Length", h, sizeof h), clen);
+            int plain;
+            if (i == 0) {
+                plain = strcmp(r.body, "ok") == 0;
+            } else if (i == 1) {
+                cJSON *j = cJSON_Parse(r.body);
+                plain = json_number(j, "uptime_s") > 0 && json_number(j, "faults") == 0;
+                cJSON_Delete(j);
+            } else {
+                plain = strstr(r.body, "# TYPE slowsrv_uptime_seconds gauge\n") != NULL &&
+                        r.body_len == strlen(r.body);
+            }
+            if (!plain)
+                CHECK_FAIL_("%s %s: body is not the route's own (%zu bytes): '%.80s'", target, hdr,
+                            r.body_len, r.body);
+            else
+                check_passed++;
+        }
+    }
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "requests"), 0);
+    CHECK_INT(json_number(j, "faults"), 0);
+    CHECK_INT(json_number(j, "cancels"), 0);
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
+/* Every built-in route can be redefined in the config file (SPEC §Routes; README: a config route
+ * "replaces a built-in route of the same path"): /test, /write, /, /echo, /healthz, /stats and
+ * /metrics each answer the configured method, status, body, headers and delay instead of their
+ * own. /write no longer reads uploads; /stats and /metrics no longer report. */
+static void config_redefines_every_builtin(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    char h[128];
+    const char *path = write_file(
+        env, "redefine.json",
+        "{\"delay\": \"20ms\", \"routes\": ["
+        "{\"path\": \"/test\", \"status\": 201, \"body\": \"redefined test\", \"delay\": "
+        "\"120ms\", \"headers\": {\"X-Route\": \"test\"}},"
+        "{\"path\": \"/write\", \"method\": \"PUT\", \"status\": 201, \"body\": \"stored\"},"
+        "{\"path\": \"/\", \"body\": \"root\", \"headers\": {\"Content-Type\": "
+        "\"application/json\"}},"
+        "{\"path\": \"/echo\", \"method\": \"POST\", \"status\": 202, \"body\": \"echoed\"},"
+        "{\"path\": \"/healthz\", \"status\": 503, \"body\": \"draining\"},"
+        "{\"path\": \"/stats\", \"body\": \"no stats\"},"
+        "{\"path\": \"/metrics\", \"status\": 404, \"body\": \"no metrics\", \"delay\": "
+        "\"30ms\"}]}");
+    const char *args[] = {"--config", path, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    static const struct {
+        const char *method, *path, *body;
+        long status;
+        const char *want, *ctype, *timing, *allow;
+        double delay;
+    } reqs[] = {
+        {"GET", "/test", NULL, 201, "redefined test", "text/plain", "delay;dur=120", NULL, 0.12},
+        {"PUT", "/write", "x", 201, "stored", "text/plain", NULL, NULL, 0},
+        {"POST", "/write", "x", 405,
+         "{\"error\": \"method not allowed; use PUT\", \"status\": 405}", "application/json", NULL,
+         "PUT", 0},
+        {"GET", "/", NULL, 200, "root", "application/json", NULL, NULL, 0},
+        {"DELETE", "/", NULL, 200, "root", "application/json", NULL, NULL, 0},
+        {"POST", "/echo", "x", 202, "echoed", "text/plain", NULL, NULL, 0},
+        {"GET", "/echo", NULL, 405,
+         "{\"error\": \"method not allowed; use POST\", \"status\": 405}", "application/json", NULL,
+         "POST", 0},
+        {"GET", "/healthz", NULL, 503, "draining", "text/plain", NULL, NULL, 0},
+        {"GET", "/stats", NULL, 200, "no stats", "text/plain", NULL, NULL, 0},
+        {"GET", "/metrics", NULL, 404, "no metrics", "text/plain", "delay;dur=30", NULL, 0.03},
+    };
+    for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {
+        http_request(s.port, reqs[i].method, reqs[i].path, reqs[i].body, NULL, &r);
+        if (r.status != reqs[i].status || strcmp(r.body, reqs[i].want) != 0)
+            CHECK_FAIL_("%s %s: %ld '%s', want %ld '%s'", reqs[i].method, reqs[i].path, r.status,
+                        r.body, reqs[i].status, reqs[i].want);
+        else
+            check_passed++;
+        CHECK_STR(reply_header(&r, "Content-Type", h, sizeof h), reqs[i].ctype);
+        const char *timing = reply_header(&r, "Server-Timing", h, sizeof h);
+        if (reqs[i].timing)
+            CHECK_STR(timing, reqs[i].timing);
+        else
+            CHECK(timing == NULL);
+        const char *allow = reply_header(&r, "Allow", h, sizeof h);
+        if (reqs[i].allow)
+            CHECK_STR(allow, reqs[i].allow);
+        else
+            CHECK(allow == NULL);
+        if (r.seconds < reqs[i].delay || r.seconds > reqs[i].delay + LONE_SLACK)
+            CHECK_FAIL_("%s %s took %.3f s, want %.3f s", reqs[i].method, reqs[i].path, r.seconds,
+                        reqs[i].delay);
+        else
+            check_passed++;
+    }
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_STR(reply_header(&r, "X-Route", h, sizeof h), "test");
+    /* The redefined /write is a fixed answer: a real upload is not counted. */
+    struct part p[] = {{"data", "f", NULL, 5000}};
+    struct target t = {s.port, 0, CURL_HTTP_VERSION_1_1, 0};
+    http_upload(&t, "/write", p, 1, &r, 0);
+    CHECK_INT(r.status, 405);
+    stop_expect_clean(&s);
+}
+
 static const struct itest_case cases[] = {
     {"routes_answer_exact_bytes", routes_answer_exact_bytes, ITEST_PLAIN, 0},
     {"overrides_shape_each_request", overrides_shape_each_request, ITEST_PLAIN, 0},
@@ -603,6 +827,10 @@ static const struct itest_case cases[] = {
     {"head_answers_like_get_without_body", head_answers_like_get_without_body, ITEST_PLAIN, 0},
     {"no_overrides_ignores_every_override", no_overrides_ignores_every_override, ITEST_PLAIN, 0},
     {"binaries_answer_alike", binaries_answer_alike, ITEST_BOTH, 0},
+    {"delayed_drips_and_truncations_carry_server_timing",
+     delayed_drips_and_truncations_carry_server_timing, ITEST_PLAIN, 0},
+    {"health_and_reports_ignore_overrides", health_and_reports_ignore_overrides, ITEST_PLAIN, 0},
+    {"config_redefines_every_builtin", config_redefines_every_builtin, ITEST_PLAIN, 0},
 };
 
 const struct itest_suite itest_suite_routes = {"routes", cases, sizeof cases / sizeof cases[0]};

@@ -513,6 +513,74 @@ static void metrics_equal_stats(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
+/* One read of the server's uptime: `uptime_s` from /stats (is_metrics 0) or
+ * `slowsrv_uptime_seconds` from /metrics, with the client's clock just before the request and
+ * just after the answer. */
+struct uptime_read {
+    double value, before, after;
+};
+
+static struct uptime_read read_uptime(unsigned port, int is_metrics)
+{
+    static struct reply r;
+    struct uptime_read u;
+    u.before = now_seconds();
+    http_request(port, "GET", is_metrics ? "/metrics" : "/stats", NULL, NULL, &r);
+    u.after = now_seconds();
+    if (is_metrics) {
+        u.value = metric(r.body, "slowsrv_uptime_seconds");
+    } else {
+        cJSON *j = cJSON_Parse(r.body);
+        u.value = json_number(j, "uptime_s");
+        cJSON_Delete(j);
+    }
+    return u;
+}
+
+/* uptime_s in /stats and slowsrv_uptime_seconds in /metrics are the seconds since the server
+ * started, read from the running server (README §Routes, doc/operations.md §Metrics). The
+ * server starts its clock after it was launched and before its startup line, so a read taken
+ * between the client's clock marks `before` and `after` lies in [before - startup line seen,
+ * after - launched]. Between two reads lies a 200 ms delayed request answered in full, so the
+ * uptime grows by at least 0.2 s there (/metrics prints milliseconds: 1 ms less), and by no more
+ * than the client's time from the first request to the second answer. */
+static void uptime_grows_while_running(const struct itest_env *env)
+{
+    struct server s;
+    struct uptime_read u[6];
+    static const int is_metrics[6] = {0, 1, 0, 1, 0, 1};
+    double launched = now_seconds();
+    START(env, &s, "--delay", "0");
+    double up = now_seconds();
+    for (int i = 0; i < 6; i++) {
+        if (i == 2 || i == 4)
+            answers_within(s.port, "/echo?delay=200ms", "OK", 0.2, 0.2 + LONE_SLACK);
+        u[i] = read_uptime(s.port, is_metrics[i]);
+        double slack = is_metrics[i] ? 0.0005 : 0; /* %.3f rounding */
+        double lo = u[i].before - up - slack, hi = u[i].after - launched + slack;
+        if (!(u[i].value > 0) || u[i].value < lo || u[i].value > hi)
+            CHECK_FAIL_("%s read %d: uptime %.6f s, want in [%.6f, %.6f] s",
+                        is_metrics[i] ? "/metrics" : "/stats", i, u[i].value, lo, hi);
+        else
+            check_passed++;
+    }
+    /* Each report grows across the delayed request between its two reads. */
+    for (int i = 0; i + 2 < 6; i++) {
+        double grew = u[i + 2].value - u[i].value;
+        double lo = 0.2 - (is_metrics[i] ? 0.001 : 0);
+        double hi = u[i + 2].after - u[i].before + (is_metrics[i] ? 0.001 : 0);
+        if (grew < lo || grew > hi)
+            CHECK_FAIL_("%s: uptime grew %.6f s across a 200 ms request, want in [%.3f, %.6f] s",
+                        is_metrics[i] ? "/metrics" : "/stats", grew, lo, hi);
+        else
+            check_passed++;
+    }
+    /* Both reports read one clock: each read is no earlier than the one before it. */
+    for (int i = 0; i + 1 < 6; i++)
+        CHECK(u[i + 1].value >= u[i].value - 0.0005);
+    stop_expect_clean(&s);
+}
+
 static const struct itest_case cases[] = {
     {"stats_count_requests", stats_count_requests, ITEST_PLAIN, 0},
     {"stats_count_faults_cancels_and_latency", stats_count_faults_cancels_and_latency, ITEST_PLAIN,
@@ -523,6 +591,7 @@ static const struct itest_case cases[] = {
     {"access_log_skips_health_stats_metrics", access_log_skips_health_stats_metrics, ITEST_PLAIN,
      0},
     {"metrics_equal_stats", metrics_equal_stats, ITEST_PLAIN, 0},
+    {"uptime_grows_while_running", uptime_grows_while_running, ITEST_PLAIN, 0},
 };
 
 const struct itest_suite itest_suite_stats = {"stats", cases, sizeof cases / sizeof cases[0]};
