@@ -137,7 +137,7 @@ static const struct opt_def opt_defs[] = {
     {"access-log", 0, OPT_PATH, OFF(access_log), 0, 0, "FILE",
      "one JSON line per request to FILE, or - for stdout; reopened on SIGHUP (off)"},
     {"spool-dir", 0, OPT_PATH, OFF(spool_dir), 0, 0, "DIR",
-     "slowsrv-h2o: where libh2o spools request bodies over 32 MiB (/tmp)"},
+     "slowsrv-h2o: where libh2o spools request bodies from about 16 MiB (/tmp)"},
 };
 
 #define NOPTS (sizeof opt_defs / sizeof opt_defs[0])
