@@ -220,12 +220,12 @@ static int load_once(const struct config_engine *engine, int argc, char **argv,
     static char *const envp[] = {NULL};
     int rc;
 
-    memset(err, 'E', CONFIG_ERR_LEN);
+    memset(err, 'E', CORE_ERR_LEN);
     *action = (enum config_action) - 1;
-    rc = config_load(&cfg, engine, argc, argv, envp, 12345, action, err, CONFIG_ERR_LEN);
+    rc = config_load(&cfg, engine, argc, argv, envp, 12345, action, err, CORE_ERR_LEN);
     REQUIRE(rc == 0 || rc == -EINVAL || rc == -ENOMEM);
     if (rc != 0) {
-        check_err(err, CONFIG_ERR_LEN);
+        check_err(err, CORE_ERR_LEN);
         REQUIRE(cfg.routes == NULL && cfg.nroutes == 0);
         return rc;
     }
@@ -277,7 +277,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t len = size ? size - 1 : 0;
     const struct config_engine *engine = (flags & 2) ? &loops_only : &all_models;
     enum config_action a1, a2;
-    char err1[CONFIG_ERR_LEN], err2[CONFIG_ERR_LEN];
+    char err1[CORE_ERR_LEN], err2[CORE_ERR_LEN];
     char *argv[MAX_ARGS + 2];
     int argc, rc1, rc2;
 
