@@ -16,13 +16,13 @@ static int load(struct config *cfg, const char *const *args, const char *const *
         argv[argc++] = (char *)(uintptr_t)args[i];
     argv[argc] = NULL;
     return config_load(cfg, &all_models, argc, argv, (char *const *)(uintptr_t)env, 99, &action,
-                       err, CONFIG_ERR_LEN);
+                       err, CORE_ERR_LEN);
 }
 
 static void config_defaults_match_the_contract(void)
 {
     struct config cfg;
-    char err[CONFIG_ERR_LEN] = "";
+    char err[CORE_ERR_LEN] = "";
     CHECK_INT(load(&cfg, NULL, NULL, err), 0);
     CHECK_STR(cfg.bind, "127.0.0.1");
     CHECK_INT(cfg.port, 8080);
@@ -46,7 +46,7 @@ static void config_defaults_match_the_contract(void)
 static void config_flags_set_every_option(void)
 {
     struct config cfg;
-    char err[CONFIG_ERR_LEN] = "";
+    char err[CORE_ERR_LEN] = "";
     const char *args[] = {"-p",
                           "0",
                           "--bind",
@@ -89,7 +89,7 @@ static void config_flags_set_every_option(void)
 static void config_env_sits_between_file_and_flags(void)
 {
     struct config cfg;
-    char err[CONFIG_ERR_LEN] = "";
+    char err[CORE_ERR_LEN] = "";
     char path[] = "/tmp/slowsrv-cfg-XXXXXX";
     int fd = mkstemp(path);
     const char text[] = "{\"delay\": 700, \"threads\": 4, \"max-body\": \"1K\"}";
@@ -140,7 +140,7 @@ static void config_refusals_name_the_source_and_key(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct config cfg;
-        char err[CONFIG_ERR_LEN] = "";
+        char err[CORE_ERR_LEN] = "";
         CHECK_INT(load(&cfg, cases[i].args, cases[i].env, err), -EINVAL);
         if (strncmp(err, cases[i].err, strlen(cases[i].err)) != 0)
             CHECK_FAIL_("got '%s', want '%s'", err, cases[i].err);
@@ -152,7 +152,7 @@ static void config_refusals_name_the_source_and_key(void)
 static void config_select_lowers_the_default_limit_but_refuses_an_explicit_one(void)
 {
     struct config cfg;
-    char err[CONFIG_ERR_LEN] = "";
+    char err[CORE_ERR_LEN] = "";
     const char *dflt[] = {"--model", "select", NULL};
     const char *fits[] = {"--model", "select", "--max-connections", "1000", NULL};
     const char *over[] = {"--model", "select", "--max-connections", "1001", NULL};
@@ -166,7 +166,7 @@ static void config_h2o_engine_refuses_other_models(void)
 {
     struct config cfg;
     enum config_action action;
-    char err[CONFIG_ERR_LEN] = "";
+    char err[CORE_ERR_LEN] = "";
     char *argv[] = {(char *)(uintptr_t) "slowsrv-h2o", (char *)(uintptr_t) "--model",
                     (char *)(uintptr_t) "select", NULL};
     CHECK_INT(config_load(&cfg, &loops_only, 3, argv, NULL, 1, &action, err, sizeof err), -EINVAL);
@@ -177,7 +177,7 @@ static void config_actions_are_recognised(void)
 {
     struct config cfg;
     enum config_action action;
-    char err[CONFIG_ERR_LEN] = "";
+    char err[CORE_ERR_LEN] = "";
     char *help[] = {(char *)(uintptr_t) "slowsrv", (char *)(uintptr_t) "--help", NULL};
     char *ver[] = {(char *)(uintptr_t) "slowsrv", (char *)(uintptr_t) "-V", NULL};
     CHECK_INT(config_load(&cfg, &all_models, 2, help, NULL, 1, &action, err, sizeof err), 0);
@@ -200,7 +200,7 @@ static const char *write_tmp(const char *text)
 static void config_reads_routes_from_the_file(void)
 {
     struct config cfg;
-    char err[CONFIG_ERR_LEN] = "";
+    char err[CORE_ERR_LEN] = "";
     const char *path = write_tmp(
         "{\"routes\": [{\"path\": \"/a\", \"method\": \"PUT\", \"status\": 201, \"body\": \"x\","
         " \"headers\": {\"X-A\": \"1\", \"Content-Type\": \"application/json\"},"
@@ -283,7 +283,7 @@ static void config_route_errors_name_the_entry(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct config cfg;
-        char err[CONFIG_ERR_LEN] = "";
+        char err[CORE_ERR_LEN] = "";
         const char *path = write_tmp(cases[i].text);
         const char *args[] = {"--config", path, NULL};
         CHECK_INT(load(&cfg, args, NULL, err), -EINVAL);
@@ -299,7 +299,7 @@ static void config_route_errors_name_the_entry(void)
 static void config_load_shaping_options(void)
 {
     struct config cfg;
-    char err[CONFIG_ERR_LEN] = "";
+    char err[CORE_ERR_LEN] = "";
     const char *args[] = {"--no-overrides",
                           "--max-size",
                           "1M",
@@ -347,7 +347,7 @@ static void config_load_shaping_options(void)
 static void config_fuzz_findings_stay_fixed(void)
 {
     struct config cfg;
-    char err[CONFIG_ERR_LEN] = "";
+    char err[CORE_ERR_LEN] = "";
     /* A repeated key in a route: the last one wins, nothing leaks (ASan). */
     const char *path = write_tmp("{\"routes\": [{\"path\": \"/a\", \"path\": \"/b\", "
                                  "\"body\": \"x\", \"body\": \"y\", \"headers\": {\"A\": \"1\"}, "
@@ -382,7 +382,7 @@ static void config_fuzz_findings_stay_fixed(void)
 static void config_files_have_a_ceiling_and_must_be_readable(void)
 {
     char path[] = "/tmp/slowsrv-test-config.XXXXXX";
-    char err[CONFIG_ERR_LEN], *text = NULL;
+    char err[CORE_ERR_LEN], *text = NULL;
     size_t len = 0;
     int fd = mkstemp(path);
     CHECK(fd >= 0);
@@ -420,7 +420,7 @@ static void config_long_values_and_unwritable_logs_are_refused(void)
 {
     static char text[1400], want[1200];
     struct config cfg;
-    char err[CONFIG_ERR_LEN] = "";
+    char err[CORE_ERR_LEN] = "";
     memset(want, 'a', 1100);
     want[1100] = '\0';
     snprintf(text, sizeof text, "{\"access-log\": \"/tmp/%s\"}", want);
