@@ -247,7 +247,8 @@ static void hostile_never_reads_answer(const struct itest_env *env)
     CHECK_INT(await_stat(h1(&s), "in_flight", 4, 5), 4);
     for (int i = 0; i < 5; i++)
         answers_within(s.port, "/echo", "OK", 0, 0.5);
-    CHECK_INT(await_stat(h1(&s), "in_flight", 4, 0), 4);
+    /* The honest requests' counters settle just after their answers; the stalled four stay. */
+    CHECK_INT(await_stat(h1(&s), "in_flight", 4, 3), 4);
     for (int i = 0; i < 4; i++)
         if (fds[i] >= 0)
             close(fds[i]);
