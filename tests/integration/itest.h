@@ -206,4 +206,13 @@ int count_sockets(pid_t pid);
  * (NUL-terminated in buf, at most len - 1) and sets *closed if the peer closed. */
 size_t read_until_close(int fd, char *buf, size_t len, int timeout_ms, int *closed);
 
+/* Listens on ip:0 (a numeric IPv4 address); returns the socket and its port in *port, or -1.
+ * A test that shows a server is NOT on an address holds that address's port itself, then
+ * starts the server on the same port elsewhere: a connection there reaches the holder, never
+ * a server another test started meanwhile. */
+int hold_port(const char *ip, unsigned *port);
+
+/* 1 if a connection arrived on holder within 1 s (it is accepted and closed), else 0. */
+int holder_reached(int holder);
+
 #endif

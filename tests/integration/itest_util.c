@@ -311,3 +311,31 @@ size_t read_until_close(int fd, char *buf, size_t len, int timeout_ms, int *clos
     buf[used] = '\0';
     return used;
 }
+
+int hold_port(const char *ip, unsigned *port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t len = sizeof sa;
+    if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1)
+        return -1;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 8) != 0 ||
+                    getsockname(fd, (struct sockaddr *)&sa, &len) != 0)) {
+        close(fd);
+        fd = -1;
+    }
+    *port = fd >= 0 ? ntohs(sa.sin_port) : 0;
+    return fd;
+}
+
+int holder_reached(int holder)
+{
+    struct pollfd pfd = {holder, POLLIN, 0};
+    if (poll(&pfd, 1, 1000) != 1)
+        return 0;
+    int c = accept(holder, NULL, NULL);
+    if (c < 0)
+        return 0;
+    close(c);
+    return 1;
+}
