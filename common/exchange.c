@@ -8,21 +8,61 @@
 
 #include "net.h"
 
-void exchange_begin(struct exchange *x, struct route_table *t, struct stats_shard *sh,
-                    const struct route_request *rq)
+/* Sets what comes next and returns it. */
+static enum exchange_do decide(struct exchange *x, enum exchange_do next)
+{
+    x->state = EXCHANGE_DECIDED;
+    x->next = next;
+    return next;
+}
+
+/* What the plan itself asks for, once nothing is left to wait for. */
+static enum exchange_do plan_do(struct exchange *x)
+{
+    switch (x->plan.action) {
+    case PLAN_RESET:
+        return decide(x, EXCHANGE_DO_RESET);
+    case PLAN_CLOSE:
+        return decide(x, EXCHANGE_DO_CLOSE);
+    default:
+        return decide(x, EXCHANGE_DO_ANSWER);
+    }
+}
+
+/* Answers 503 with `msg` instead of the plan, and closes the connection after it. The planned
+ * delay stays for the access log; the histograms skip the answer (exchange_answer). */
+static enum exchange_do answer_instead(struct exchange *x, const char *msg)
+{
+    uint64_t delay = x->plan.delay_us;
+    route_plan_error(&x->plan, 503, msg);
+    x->plan.delay_us = delay;
+    x->plan.close = 1;
+    x->stopped = 1;
+    return decide(x, EXCHANGE_DO_ANSWER);
+}
+
+#define STOPPING "server stopping"
+
+static void begin(struct exchange *x, struct route_table *t, struct stats_shard *sh,
+                  const struct route_request *rq, void (*admit)(struct pool_entry *e))
 {
     timer_node_init(&x->timer);
     x->state = EXCHANGE_NEW;
+    x->next = EXCHANGE_DO_READ;
     x->answered = 0;
     x->shard = sh;
     x->upload = NULL;
     x->decided_at = 0;
     x->pe.state = POOL_OUT;
+    x->pe.flushed = 0;
+    x->admit = admit;
     x->refused = 0;
+    x->stopped = 0;
     x->begun_us = timer_now_us();
     x->due_us = 0;
     x->sent_us = 0;
     route_plan(t, rq, &x->plan);
+    x->plan.close = rq->last;
     /* /healthz, /stats and /metrics are neither counted nor logged. */
     x->access = x->plan.stats_id != STATS_UNCOUNTED ? t->access : NULL;
     x->record = x->access ? calloc(1, sizeof *x->record) : NULL;
@@ -65,83 +105,171 @@ static void take_answer(struct exchange *x)
     x->plan.truncate = 0;
 }
 
-int exchange_upload_begin(struct exchange *x, const char *content_type, int64_t content_length,
-                          uint64_t max_body)
+/* header_copy's answer when out of memory. */
+static char bad_copy;
+#define BAD_COPY (&bad_copy)
+
+/* The whole value of header `name`, malloc'd and NUL-terminated; NULL if the request has none
+ * (or cannot be read), BAD_COPY if out of memory. */
+static char *header_copy(const struct route_request *rq, const char *name)
 {
+    char small[256];
+    if (!rq->lookup)
+        return NULL;
+    long n = rq->lookup(rq->ctx, ROUTE_HEADER, name, small, sizeof small);
+    if (n < 0)
+        return NULL;
+    char *v = malloc((size_t)n + 1);
+    if (!v)
+        return BAD_COPY;
+    if ((size_t)n < sizeof small)
+        memcpy(v, small, (size_t)n + 1);
+    else
+        rq->lookup(rq->ctx, ROUTE_HEADER, name, v, (size_t)n + 1);
+    return v;
+}
+
+/* The announced Content-Length, or -1 when none or not a plain number (the library refuses
+ * those before the handler runs). */
+static int64_t content_length(const struct route_request *rq)
+{
+    char v[32], *end;
+    /* Absent (-1) or longer than any size: unknown. */
+    long n = rq->lookup ? rq->lookup(rq->ctx, ROUTE_HEADER, "Content-Length", v, sizeof v) : -1;
+    if (n < 0 || (size_t)n >= sizeof v)
+        return -1;
+    unsigned long long len = strtoull(v, &end, 10);
+    return end != v && *end == '\0' && v[0] >= '0' && v[0] <= '9' && len <= INT64_MAX ? (int64_t)len
+                                                                                      : -1;
+}
+
+enum exchange_do exchange_on_head(struct exchange *x, struct route_table *t, struct stats_shard *sh,
+                                  const struct route_request *rq,
+                                  void (*admit)(struct pool_entry *e))
+{
+    begin(x, t, sh, rq, admit);
+    if (x->plan.action != PLAN_UPLOAD)
+        return EXCHANGE_DO_READ;
     /* About 9 KiB, so it is only taken by uploads, not by every request. */
     x->upload = malloc(sizeof *x->upload);
-    if (!x->upload)
-        return -ENOMEM;
-    if (upload_init(x->upload, content_type, content_length, max_body) == 0)
-        return EXCHANGE_UPLOAD_READING;
+    char *ctype = header_copy(rq, "Content-Type");
+    if (!x->upload || ctype == BAD_COPY) {
+        if (ctype != BAD_COPY)
+            free(ctype);
+        return decide(x, EXCHANGE_DO_CLOSE);
+    }
+    int rc = upload_init(x->upload, ctype, content_length(rq), t->max_body);
+    free(ctype);
+    if (rc == 0)
+        return EXCHANGE_DO_READ;
+    /* 415, 400 or 413 from the headers: answered before the body, which is dropped. */
     take_answer(x);
-    return EXCHANGE_UPLOAD_DECIDED;
+    return plan_do(x);
 }
 
-void exchange_body_bytes(struct exchange *x, size_t n)
+enum exchange_do exchange_on_body(struct exchange *x, const void *buf, size_t len)
 {
-    stats_bytes_in(x->shard, n);
+    stats_bytes_in(x->shard, len);
     if (x->record)
-        x->record->bytes_in += n;
-}
-
-int exchange_upload_feed(struct exchange *x, const void *buf, size_t len)
-{
-    exchange_body_bytes(x, len);
+        x->record->bytes_in += len;
+    if (!x->upload)
+        return EXCHANGE_DO_READ; /* read and dropped: no other route needs a body */
     int decided = upload_error(x->upload) != 0;
     if (upload_feed(x->upload, buf, len) == 0)
-        return EXCHANGE_UPLOAD_READING;
+        return EXCHANGE_DO_READ;
     if (!decided) {
         take_answer(x);
         x->decided_at = upload_received(x->upload);
+        return EXCHANGE_DO_ANSWER;
     }
+    /* A client that keeps sending far past an error is cut off. */
     if (upload_received(x->upload) - x->decided_at > EXCHANGE_DISCARD_MAX)
-        return -EMSGSIZE;
-    return EXCHANGE_UPLOAD_DECIDED;
+        return decide(x, EXCHANGE_DO_CLOSE);
+    return EXCHANGE_DO_READ;
 }
 
-void exchange_upload_finish(struct exchange *x)
+enum exchange_do exchange_next(struct exchange *x)
 {
-    take_answer(x);
+    switch (x->state) {
+    case EXCHANGE_NEW:
+        break;
+    case EXCHANGE_ANSWERED:
+    case EXCHANGE_SENDING:
+        return EXCHANGE_DO_DONE;
+    case EXCHANGE_HOLDING:
+        return EXCHANGE_DO_HOLD;
+    case EXCHANGE_WAITING:
+        return EXCHANGE_DO_WAIT;
+    case EXCHANGE_QUEUED:
+        /* Handed back by `admit` (the pool wrote the entry before): its worker, or the stop. */
+        if (x->pe.state == POOL_QUEUED)
+            return EXCHANGE_DO_PARK;
+        if (x->pe.flushed)
+            return answer_instead(x, STOPPING);
+        if (!x->plan.delay_us)
+            return plan_do(x);
+        x->state = EXCHANGE_HOLDING; /* with its worker: exchange_hold queues the delay */
+        return EXCHANGE_DO_HOLD;
+    case EXCHANGE_DECIDED:
+        return x->next;
+    }
+    /* The body is in. */
+    if (x->upload && upload_error(x->upload) == 0)
+        take_answer(x);
+    if (x->pool || x->plan.delay_us) {
+        x->state = EXCHANGE_HOLDING;
+        return EXCHANGE_DO_HOLD;
+    }
+    return plan_do(x);
 }
 
-enum exchange_admission exchange_admit(struct exchange *x, void (*admit)(struct pool_entry *e))
+/* Has its worker (or needs none): waits out its delay, or goes on with the plan. */
+static enum exchange_do after_worker(struct exchange *x, struct timer_heap *h)
 {
-    if (!x->pool)
-        return EXCHANGE_GO;
-    x->pe.admit = admit;
+    if (!x->plan.delay_us)
+        return plan_do(x);
+    uint64_t now = timer_now_us();
+    x->due_us = now + x->plan.delay_us;
+    x->timer.due_us = x->due_us;
+    if (h && timer_heap_push(h, &x->timer) != 0)
+        return answer_instead(x, "too many waiting requests");
+    /* With no heap, a blocking model sleeps it out (exchange_sleep). */
+    x->state = EXCHANGE_WAITING;
+    stats_wait_begin(x->shard);
+    return EXCHANGE_DO_WAIT;
+}
+
+enum exchange_do exchange_hold(struct exchange *x, struct timer_heap *h)
+{
+    if (!x->pool || x->pe.state == POOL_ADMITTED)
+        return after_worker(x, h);
+    x->pe.admit = x->admit;
+    x->state = EXCHANGE_QUEUED; /* before an admission from another thread can hand it back */
     switch (pool_enter(x->pool, &x->pe)) {
     case POOL_ADMITTED:
-        x->state = EXCHANGE_ADMITTED;
-        return EXCHANGE_GO;
+        return after_worker(x, h);
     case POOL_QUEUED:
-        x->state = EXCHANGE_QUEUED;
-        return EXCHANGE_PARKED;
+        return EXCHANGE_DO_PARK;
     case POOL_OUT:
         break;
     }
+    if (x->pe.flushed)
+        return answer_instead(x, STOPPING);
     x->refused = 1;
-    x->state = EXCHANGE_READY; /* answer now, with the refusal */
     if (x->overflow_reset) {
         x->plan.action = PLAN_RESET;
         x->plan.status = 0;
         x->plan.delay_us = 0;
         x->plan.timing = NULL;
         x->plan.cacheable = 0;
-    } else {
-        char msg[128];
-        struct pool_counts pc;
-        pool_counts_get(x->pool, &pc);
-        snprintf(msg, sizeof msg, "all %u workers are busy and the queue is full", pc.workers);
-        route_plan_error(&x->plan, 503, msg);
+        return decide(x, EXCHANGE_DO_RESET);
     }
-    return EXCHANGE_REFUSED;
-}
-
-enum exchange_admission exchange_admitted(struct exchange *x)
-{
-    x->state = x->pe.flushed ? EXCHANGE_CANCELLED : EXCHANGE_ADMITTED;
-    return x->pe.flushed ? EXCHANGE_REFUSED : EXCHANGE_GO;
+    char msg[128];
+    struct pool_counts pc;
+    pool_counts_get(x->pool, &pc);
+    snprintf(msg, sizeof msg, "all %u workers are busy and the queue is full", pc.workers);
+    route_plan_error(&x->plan, 503, msg);
+    return decide(x, EXCHANGE_DO_ANSWER);
 }
 
 struct exchange *exchange_of_entry(struct pool_entry *e)
@@ -149,26 +277,10 @@ struct exchange *exchange_of_entry(struct pool_entry *e)
     return (struct exchange *)(void *)((char *)e - offsetof(struct exchange, pe));
 }
 
-int exchange_wait(struct exchange *x, struct timer_heap *h, uint64_t now_us)
+enum exchange_do exchange_sleep(struct exchange *x, int (*sleep_fn)(void *arg, uint64_t delay_us),
+                                void *arg)
 {
-    x->timer.due_us = now_us + x->plan.delay_us;
-    x->due_us = x->timer.due_us;
-    if (timer_heap_push(h, &x->timer) != 0) {
-        x->state = EXCHANGE_CANCELLED;
-        return -ENOSPC;
-    }
-    x->state = EXCHANGE_WAITING;
-    stats_wait_begin(x->shard);
-    return 0;
-}
-
-void exchange_sleep(struct exchange *x, int (*sleep_fn)(void *arg, uint64_t delay_us), void *arg)
-{
-    x->due_us = timer_now_us() + x->plan.delay_us;
-    stats_wait_begin(x->shard);
-    int cut = sleep_fn(arg, x->plan.delay_us);
-    stats_wait_end(x->shard);
-    x->state = cut ? EXCHANGE_CANCELLED : EXCHANGE_READY;
+    return exchange_on_timer(x, 0, sleep_fn(arg, x->plan.delay_us));
 }
 
 struct exchange *exchange_of_timer(struct timer_node *n)
@@ -176,16 +288,21 @@ struct exchange *exchange_of_timer(struct timer_node *n)
     return (struct exchange *)(void *)((char *)n - offsetof(struct exchange, timer));
 }
 
-void exchange_fire(struct exchange *x, int client_gone, int give_up)
+enum exchange_do exchange_on_timer(struct exchange *x, int peer_gone, int give_up)
 {
     if (x->state == EXCHANGE_SENDING) {
-        /* The next chunk of a drip is due: sent on, unless the server gives up on it. */
+        /* The next chunk of a paced body is due: sent on, unless the server gives up on it
+         * (its head is out: all that is left is to close). */
         if (give_up)
-            x->state = EXCHANGE_CANCELLED;
-        return;
+            return decide(x, EXCHANGE_DO_CLOSE);
+        return EXCHANGE_DO_SEND;
     }
     stats_wait_end(x->shard);
-    x->state = client_gone || give_up ? EXCHANGE_CANCELLED : EXCHANGE_READY;
+    if (peer_gone)
+        return decide(x, EXCHANGE_DO_DROP);
+    if (give_up)
+        return answer_instead(x, STOPPING);
+    return plan_do(x);
 }
 
 /* The request no longer needs its worker of --workers: the next queued request gets it. */
@@ -205,11 +322,12 @@ void exchange_answer(struct exchange *x)
     if (!exchange_paced(x))
         free_worker(x);
     x->answered = x->plan.status;
+    x->state = EXCHANGE_ANSWERED;
     x->sent_us = now;
     if (x->record)
         x->record->answered_us = now;
     stats_observe(x->shard, x->plan.stats_id, STATS_HIST_SERVICE, now - x->begun_us);
-    if (x->plan.delay_us && x->due_us) {
+    if (x->plan.delay_us && x->due_us && !x->stopped) {
         stats_observe(x->shard, x->plan.stats_id, STATS_HIST_INTENDED, x->plan.delay_us);
         stats_observe(x->shard, x->plan.stats_id, STATS_HIST_OVERSHOOT,
                       now > x->due_us ? now - x->due_us : 0);
@@ -256,16 +374,16 @@ enum exchange_body exchange_body_take(struct exchange *x, uint64_t now_us, uint6
     return b;
 }
 
-int exchange_pace(struct exchange *x, struct timer_heap *h, uint64_t due_us)
+enum exchange_do exchange_pace(struct exchange *x, struct timer_heap *h, uint64_t due_us)
 {
-    timer_heap_cancel(h, &x->timer); /* queued once, whoever asks twice */
     x->timer.due_us = due_us;
-    if (timer_heap_push(h, &x->timer) != 0) {
-        x->state = EXCHANGE_CANCELLED;
-        return -ENOSPC;
+    if (h) {
+        timer_heap_cancel(h, &x->timer); /* queued once, whoever asks twice */
+        if (timer_heap_push(h, &x->timer) != 0)
+            return decide(x, EXCHANGE_DO_CLOSE);
     }
     x->state = EXCHANGE_SENDING;
-    return 0;
+    return EXCHANGE_DO_WAIT;
 }
 
 static void log_request(struct exchange *x)
@@ -295,12 +413,14 @@ static void log_request(struct exchange *x)
 void exchange_end(struct exchange *x, struct timer_heap *h)
 {
     if (x->state == EXCHANGE_WAITING) {
-        timer_heap_cancel(h, &x->timer);
+        if (h)
+            timer_heap_cancel(h, &x->timer);
         stats_wait_end(x->shard);
-        x->state = EXCHANGE_CANCELLED;
-    } else if (x->state == EXCHANGE_SENDING) {
+    } else if (x->state == EXCHANGE_SENDING && h) {
         timer_heap_cancel(h, &x->timer);
     }
+    x->state = EXCHANGE_DECIDED;
+    x->next = EXCHANGE_DO_DROP;
     if (x->pool)
         pool_leave(x->pool, &x->pe);
     /* The line is written before the request stops counting as in flight, so that whoever

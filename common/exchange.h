@@ -1,13 +1,29 @@
 /*
- * exchange: the life of one request, as both engines live it. An engine embeds a struct
- * exchange in its per-request record and calls these at the matching moments; the decisions
- * (what to answer, when it is due, what counts as a cancel, which counters move) are all here.
+ * exchange: the life of one request, decided here for both engines. An engine embeds a struct
+ * exchange in its per-request record, reports what happened, and carries out what the call
+ * returns (an enum exchange_do); it never reads or writes the state itself.
  *
- *   exchange_begin   the request line and headers are in: plan the answer, count the request
- *   exchange_wait    the body is in and the plan has a delay: queue the timer
- *   exchange_fire    the engine popped the timer: the answer is due, or the client is gone
- *   exchange_answer  the engine queued the answer
- *   exchange_end     the engine is done with the request, answered or not
+ *   what happened                           call                    what it may return
+ *   the request line and headers are in     exchange_on_head        READ, ANSWER, CLOSE
+ *   body bytes arrived                      exchange_on_body        READ, ANSWER, CLOSE
+ *   the body ended; the engine runs the     exchange_next           HOLD, ANSWER, RESET, CLOSE,
+ *     request again after a resume; a                               and what was decided last;
+ *     parked request was handed back                                after a hand-back, as
+ *                                                                   exchange_hold
+ *   the engine suspended it (after HOLD)    exchange_hold           WAIT, PARK, ANSWER, RESET,
+ *                                                                   CLOSE
+ *   its timer popped (or the server gives   exchange_on_timer       ANSWER, SEND, DROP, RESET,
+ *     up on it)                                                     CLOSE
+ *   a blocking model sleeps out the delay   exchange_sleep          ANSWER, RESET, CLOSE
+ *   the answer's head was queued            exchange_answer
+ *   a paced body wants its next bytes       exchange_body_take      (enum exchange_body)
+ *   the request is over                     exchange_end
+ *
+ * The edge cases have one answer on both binaries, decided here: a request that still waits when
+ * --grace runs out, or is still queued for a worker when the server stops, is answered 503
+ * {"error": "server stopping"} with Connection: close; one that finds the timer heap full is
+ * answered 503 "too many waiting requests" (the engines size the heap so that this cannot
+ * happen); a drip cut short by the stop is closed mid-body, as its head is out already.
  *
  * An exchange belongs to the loop that began it; calls on it come from that loop's thread (or
  * with that loop's lock held, where the engine shares the heap with a library thread).
@@ -23,28 +39,42 @@
 #include "timer.h"
 #include "upload.h"
 
-enum exchange_state {
-    EXCHANGE_NEW = 0,   /* planned; the body, if any, is being read */
-    EXCHANGE_WAITING,   /* its timer is queued */
-    EXCHANGE_READY,     /* answer now */
-    EXCHANGE_CANCELLED, /* the client left while waiting, or the server gave up on it */
-    EXCHANGE_QUEUED,    /* waiting for a worker of --workers */
-    EXCHANGE_ADMITTED,  /* got its worker after queueing: go on as a new request would */
-    EXCHANGE_SENDING,   /* answered; its timer is queued for the next chunk of a drip */
+/* What the engine does next. */
+enum exchange_do {
+    EXCHANGE_DO_READ = 0, /* read on: bytes to exchange_on_body, the end to exchange_next */
+    EXCHANGE_DO_HOLD,     /* the request waits (a delay or a worker): suspend it so that a wake
+                             from another thread finds it suspended, then call exchange_hold */
+    EXCHANGE_DO_WAIT,     /* its timer is queued (exchange_on_timer when it pops); with no heap
+                             (a blocking model), sleep it out with exchange_sleep */
+    EXCHANGE_DO_PARK,     /* queued for a worker: leave it until `admit` hands it back, then
+                             call exchange_next */
+    EXCHANGE_DO_ANSWER,   /* send the plan's answer now (exchange_answer, then a paced body by
+                             exchange_body_take); an engine that cannot answer mid-body may
+                             read on and answer at exchange_next */
+    EXCHANGE_DO_SEND,     /* a paced body: its next chunk is due (exchange_body_take) */
+    EXCHANGE_DO_DONE,     /* the answer is out already: nothing more to do */
+    EXCHANGE_DO_RESET,    /* reset the connection (--overflow reset, ?fault=reset) */
+    EXCHANGE_DO_CLOSE,    /* close the connection without (the rest of) an answer */
+    EXCHANGE_DO_DROP,     /* the client is gone: end the request, nothing to send */
 };
 
-/* What comes next of a paced body (exchange_body_next). */
+/* The core's own: engines neither read nor write it. */
+enum exchange_state {
+    EXCHANGE_NEW = 0,  /* planned; the body, if any, is being read */
+    EXCHANGE_HOLDING,  /* told to hold; exchange_hold not called yet */
+    EXCHANGE_WAITING,  /* its timer is queued */
+    EXCHANGE_QUEUED,   /* waiting for a worker of --workers, until handed back */
+    EXCHANGE_DECIDED,  /* `next` says what comes */
+    EXCHANGE_ANSWERED, /* the answer's head is queued */
+    EXCHANGE_SENDING,  /* answered; its timer is queued for the next chunk of a paced body */
+};
+
+/* What comes next of a paced body (exchange_body_take). */
 enum exchange_body {
     EXCHANGE_BODY_SEND = 0, /* send the next bytes now */
-    EXCHANGE_BODY_WAIT,     /* nothing is due yet: wait (exchange_pace) */
+    EXCHANGE_BODY_WAIT,     /* nothing is due yet: queue the next chunk (exchange_pace) */
     EXCHANGE_BODY_DONE,     /* the whole body is out */
     EXCHANGE_BODY_CUT,      /* ?fault=truncate: close the connection here */
-};
-
-/* Upload results of exchange_upload_begin and exchange_upload_feed (or a negative errno). */
-enum exchange_upload {
-    EXCHANGE_UPLOAD_READING = 0, /* go on with the body */
-    EXCHANGE_UPLOAD_DECIDED = 1, /* the answer is known (an error): x's plan holds it */
 };
 
 /* What the access log needs beyond the plan; allocated only while a log is open. */
@@ -57,91 +87,79 @@ struct exchange_record {
 };
 
 struct exchange {
-    struct timer_node timer; /* queued while EXCHANGE_WAITING */
+    struct timer_node timer; /* queued while EXCHANGE_WAITING or EXCHANGE_SENDING */
     enum exchange_state state;
-    unsigned answered; /* status of the queued answer, 0 if none */
+    enum exchange_do next; /* what exchange_next returns once the body is in */
+    unsigned answered;     /* status of the queued answer, 0 if none */
     struct stats_shard *shard;
-    struct upload *upload;          /* PLAN_UPLOAD only, between upload_begin and exchange_end */
-    uint64_t decided_at;            /* upload bytes received when its answer was decided */
-    struct pool *pool;              /* the table's worker pool, or NULL */
-    struct pool_entry pe;           /* its place in the pool */
-    int overflow_reset;             /* refused requests are reset, not answered 503 */
-    int refused;                    /* refused by the worker pool */
-    uint64_t begun_us;              /* when the request came in (timer_now_us clock) */
-    uint64_t due_us;                /* when its delay was due, 0 if it had none */
-    uint64_t sent_us;               /* when its answer was queued (paced bodies start there) */
-    struct accesslog *access;       /* the table's access log, or NULL */
-    struct exchange_record *record; /* only with an access log */
+    struct upload *upload;               /* PLAN_UPLOAD only, between exchange_on_head and _end */
+    uint64_t decided_at;                 /* upload bytes received when its answer was decided */
+    struct pool *pool;                   /* the table's worker pool, or NULL */
+    struct pool_entry pe;                /* its place in the pool */
+    void (*admit)(struct pool_entry *e); /* the engine's hand-back of a parked request */
+    int overflow_reset;                  /* refused requests are reset, not answered 503 */
+    int refused;                         /* refused by the worker pool */
+    int stopped;                         /* answered "server stopping" instead of its plan */
+    uint64_t begun_us;                   /* when the request came in (timer_now_us clock) */
+    uint64_t due_us;                     /* when its delay was due, 0 if it had none */
+    uint64_t sent_us;                    /* when its answer was queued (paced bodies start there) */
+    struct accesslog *access;            /* the table's access log, or NULL */
+    struct exchange_record *record;      /* only with an access log */
     struct plan plan;
 };
 
-/* Plans the answer to rq through t and counts the request on shard sh (which must outlive the
- * exchange). rq is only read during the call. */
-void exchange_begin(struct exchange *x, struct route_table *t, struct stats_shard *sh,
-                    const struct route_request *rq);
-
-/* Queues x's timer in heap h to fire plan.delay_us after now_us. Returns 0 (x is WAITING), or
- * -ENOSPC if the heap is full (x is CANCELLED; the engine closes the connection). */
-int exchange_wait(struct exchange *x, struct timer_heap *h, uint64_t now_us);
-
-/* Returns the exchange whose timer node n is (as popped from the heap). */
-struct exchange *exchange_of_timer(struct timer_node *n);
-
-/* `n` bytes of a request body arrived (and were dropped) on a route that does not read it. */
-void exchange_body_bytes(struct exchange *x, size_t n);
-
-/* POST /write: starts counting the body. content_type is the request's header value or NULL,
- * content_length the announced size or -1. Returns EXCHANGE_UPLOAD_DECIDED if the answer is
- * already decided (415, 400, or 413 from Content-Length; x's plan now holds it and the engine may
- * answer at once and drop the body), EXCHANGE_UPLOAD_READING to go on feeding, or -ENOMEM. */
-int exchange_upload_begin(struct exchange *x, const char *content_type, int64_t content_length,
-                          uint64_t max_body);
+/* The head is in: plans the answer to rq through t and counts the request on shard sh (which
+ * must outlive the exchange); rq is only read during the call. `admit` is the engine's hand-back
+ * of a request parked for a worker: it is called later, from any thread with the pool's lock
+ * held, and must only hand x back to its loop, which then calls exchange_next. A POST /write
+ * starts counting its body here (its Content-Type and Content-Length, read through rq->lookup,
+ * and t->max_body). Returns
+ * READ; ANSWER when an upload's answer is known from its Content-Type and Content-Length alone
+ * (415, 400, 413: the engine may answer before the body and drop it); CLOSE if out of memory. */
+enum exchange_do exchange_on_head(struct exchange *x, struct route_table *t, struct stats_shard *sh,
+                                  const struct route_request *rq,
+                                  void (*admit)(struct pool_entry *e));
 
 /* Most bytes an engine reads and drops after an upload error, before it gives up on the client
  * and closes the connection. */
 #define EXCHANGE_DISCARD_MAX (64ULL << 20)
 
-/* Feeds len body bytes (counted as received). Returns EXCHANGE_UPLOAD_DECIDED once the answer is
- * decided (an error: x's plan holds it), else EXCHANGE_UPLOAD_READING. Bytes fed after that are
- * only counted, and once more than EXCHANGE_DISCARD_MAX of them came after the decision, returns
- * -EMSGSIZE: the engine should close the connection rather than read an endless body. */
-int exchange_upload_feed(struct exchange *x, const void *buf, size_t len);
+/* len body bytes arrived (buf may be NULL on a route that does not read its body: they are only
+ * counted). Returns READ; ANSWER once, when an upload's error is found mid-body (x's plan holds
+ * it); CLOSE once more than EXCHANGE_DISCARD_MAX bytes came after that error. */
+enum exchange_do exchange_on_body(struct exchange *x, const void *buf, size_t len);
 
-/* The body is complete: x's plan now holds the answer (200 and the byte count of the data part,
- * or the error). */
-void exchange_upload_finish(struct exchange *x);
+/* The body is in (the first call after the body), or the engine runs the request again after a
+ * resume: what to do now. The first time, HOLD if the request waits for a worker or a delay,
+ * else ANSWER, RESET or CLOSE. After a parked request was handed back by `admit`: HOLD again
+ * when it has its worker and a delay to wait (the engine suspends it again before exchange_hold
+ * queues the timer), the plan's ANSWER, RESET or CLOSE when it has no delay, or ANSWER with the
+ * 503 "server stopping". Otherwise what exchange_hold or exchange_on_timer decided last (PARK
+ * while still queued), and DONE once answered. */
+enum exchange_do exchange_next(struct exchange *x);
 
-/* Results of exchange_admit and exchange_admitted. */
-enum exchange_admission {
-    EXCHANGE_GO = 0,  /* a worker is free (or there is no pool): carry on */
-    EXCHANGE_PARKED,  /* queued: the engine parks the request until `admit` runs */
-    EXCHANGE_REFUSED, /* over workers and queue (or stopping): no worker for this request */
-};
-
-/* Takes a worker of --workers for x before its delay starts: GO (x is ADMITTED when it has a
- * worker), PARKED (x is QUEUED) or REFUSED (x is READY: its plan is the refusal). `admit` is called
- * later, from any thread with the pool's lock held, when a parked x gets its worker or the server
- * stops: it must only hand x back to its loop, which then calls exchange_admitted. Requests that
- * use no worker (no pool, /healthz, /stats, 404) always GO. */
-enum exchange_admission exchange_admit(struct exchange *x, void (*admit)(struct pool_entry *e));
-
-/* A parked x was handed back to its loop by `admit`: returns EXCHANGE_GO (x is ADMITTED: carry
- * on as after a GO), or EXCHANGE_REFUSED if the server is stopping (x is CANCELLED: it gets no
- * answer). */
-enum exchange_admission exchange_admitted(struct exchange *x);
+/* After HOLD, with the request suspended: takes a worker and queues the delay's timer in heap h
+ * (NULL for a blocking model: WAIT then means exchange_sleep). Returns PARK, WAIT, or what is
+ * answered at once: ANSWER (no delay; the pool's 503; a full heap's 503), RESET or CLOSE. */
+enum exchange_do exchange_hold(struct exchange *x, struct timer_heap *h);
 
 /* Returns the exchange whose pool entry is e. */
 struct exchange *exchange_of_entry(struct pool_entry *e);
 
-/* Blocking models: waits out the delay by calling sleep_fn(arg, delay_us) in the caller's thread.
- * sleep_fn returns 0 when the delay is over, or non-zero if it was cut short (the server gave up
- * draining); x becomes READY or CANCELLED accordingly. */
-void exchange_sleep(struct exchange *x, int (*sleep_fn)(void *arg, uint64_t delay_us), void *arg);
+/* Returns the exchange whose timer node n is (as popped from the heap). */
+struct exchange *exchange_of_timer(struct timer_node *n);
 
-/* The timer of x was popped: x becomes READY, or CANCELLED if `client_gone` (the engine saw the
- * connection closed) or `give_up` (the drain time is over). A paced body's timer (x SENDING)
- * means the next chunk is due: x stays SENDING, or becomes CANCELLED with `give_up`. */
-void exchange_fire(struct exchange *x, int client_gone, int give_up);
+/* x's timer was popped from its heap. `peer_gone`: the engine saw the connection closed;
+ * `give_up`: the server stops and --grace is over. A delay: ANSWER (the plan's, or 503 "server
+ * stopping" on give_up), RESET or CLOSE (a fault), or DROP (the client left: a cancel). A paced
+ * body: SEND, or CLOSE on give_up. */
+enum exchange_do exchange_on_timer(struct exchange *x, int peer_gone, int give_up);
+
+/* Blocking models, after WAIT with no heap: waits out the delay by calling sleep_fn(arg,
+ * delay_us) in the caller's thread. sleep_fn returns 0 when the delay is over, or non-zero if it
+ * was cut short (the server gave up draining). Returns as exchange_on_timer. */
+enum exchange_do exchange_sleep(struct exchange *x, int (*sleep_fn)(void *arg, uint64_t delay_us),
+                                void *arg);
 
 /* The engine queued the plan's answer: records its service time and, for a delayed request, the
  * intended delay and how late the answer came after it was due. An answer sent whole frees its
@@ -149,7 +167,7 @@ void exchange_fire(struct exchange *x, int client_gone, int give_up);
  * exchange_body_take hands over its last byte. */
 void exchange_answer(struct exchange *x);
 
-/* Returns 1 if the plan's body must be paced by exchange_body_next (?drip=, ?fault=truncate)
+/* Returns 1 if the plan's body must be paced by exchange_body_take (?drip=, ?fault=truncate)
  * rather than sent whole. */
 int exchange_paced(const struct exchange *x);
 
@@ -166,9 +184,10 @@ enum exchange_body exchange_body_next(const struct exchange *x, uint64_t now_us,
 enum exchange_body exchange_body_take(struct exchange *x, uint64_t now_us, uint64_t sent,
                                       size_t max, size_t *len, uint64_t *due_us);
 
-/* Queues x's timer in heap h for the next chunk, due at due_us (x becomes SENDING; its popped
- * timer means: send on). Returns 0, or -ENOSPC if the heap is full (x is CANCELLED). */
-int exchange_pace(struct exchange *x, struct timer_heap *h, uint64_t due_us);
+/* After a WAIT step of a paced body: queues x's timer in heap h for the next chunk, due at
+ * due_us (h NULL: a blocking model sleeps until then and calls exchange_on_timer). Returns WAIT
+ * (its popped timer then says SEND), or CLOSE if the heap is full. */
+enum exchange_do exchange_pace(struct exchange *x, struct timer_heap *h, uint64_t due_us);
 
 /* The request is over. If x still waits, its timer is removed from h; its worker passes on, or
  * it leaves the queue. A request that ends without an answer is counted as a client cancel.

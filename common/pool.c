@@ -11,6 +11,7 @@ int pool_init(struct pool *p, unsigned workers, unsigned queue_max)
     p->queue_max = queue_max;
     p->active = p->queued = 0;
     p->rejected = 0;
+    p->stopping = 0;
     p->head = p->tail = NULL;
     return -pthread_mutex_init(&p->lock, NULL);
 }
@@ -24,8 +25,10 @@ enum pool_state pool_enter(struct pool *p, struct pool_entry *e)
 {
     pthread_mutex_lock(&p->lock);
     e->next = NULL;
-    e->flushed = 0;
-    if (p->active < p->workers) {
+    e->flushed = p->stopping;
+    if (p->stopping) {
+        e->state = POOL_OUT;
+    } else if (p->active < p->workers) {
         p->active++;
         e->state = POOL_ADMITTED;
     } else if (p->queued < p->queue_max) {
@@ -87,6 +90,7 @@ void pool_leave(struct pool *p, struct pool_entry *e)
 void pool_flush(struct pool *p)
 {
     pthread_mutex_lock(&p->lock);
+    p->stopping = 1;
     while (p->head) {
         struct pool_entry *e = p->head;
         p->head = e->next;

@@ -35,6 +35,7 @@ struct pool {
     unsigned active;
     unsigned queued;
     uint64_t rejected;
+    int stopping; /* pool_flush ran: entries are turned away flushed */
     struct pool_entry *head, *tail;
 };
 
@@ -51,7 +52,8 @@ void pool_cleanup(struct pool *p);
 
 /* Enters e (state POOL_OUT, `admit` set): returns POOL_ADMITTED if a worker was free,
  * POOL_QUEUED if it waits (its admit callback will run later, from any thread), or POOL_OUT if
- * the queue is full (counted as rejected). Thread-safe. */
+ * the queue is full (counted as rejected) or the pool was flushed (e->flushed set: the server is
+ * stopping). Thread-safe. */
 enum pool_state pool_enter(struct pool *p, struct pool_entry *e);
 
 /* e is over. If it held a worker, the worker goes to the first queued entry (whose admit runs
@@ -60,7 +62,8 @@ enum pool_state pool_enter(struct pool *p, struct pool_entry *e);
 void pool_leave(struct pool *p, struct pool_entry *e);
 
 /* Server stopping: every queued entry leaves the queue with `flushed` set and its admit
- * callback called, so its engine can close it. Thread-safe; harmless when the queue is empty. */
+ * callback called, so its engine can answer it; entries that come later are turned away the
+ * same way (pool_enter). Thread-safe; harmless when the queue is empty. */
 void pool_flush(struct pool *p);
 
 /* Snapshot of the counters. Thread-safe. */

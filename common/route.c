@@ -95,6 +95,7 @@ void route_table_init(struct route_table *t, const struct config *cfg)
     t->overrides = !cfg->no_overrides;
     t->max_size = cfg->max_size;
     t->max_target = cfg->max_request_line;
+    t->max_body = cfg->max_body;
     t->max_headers = cfg->max_header_size;
     t->error_rate = cfg->error_rate;
     t->error_status = cfg->error_status;
@@ -561,6 +562,7 @@ static void plan_defaults(const struct route_table *t, size_t id, struct plan *o
     out->timing = r->delayed && r->timing[0] ? r->timing : NULL;
     out->drip = r->drip;
     out->truncate = 0;
+    out->close = 0;
 }
 
 int route_cached_plan(const struct route_table *t, size_t id, struct plan *out)
@@ -584,6 +586,7 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
     out->route = NULL;
     out->stats_id = ROUTE_STATS_OTHER(t);
     out->allow = NULL;
+    out->close = 0;
     if ((rq->target_bytes ? rq->target_bytes : rq->target_len) > t->max_target) {
         char msg[96];
         snprintf(msg, sizeof msg, "request target over %llu bytes (--max-request-line)",

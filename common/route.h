@@ -66,6 +66,7 @@ struct route_table {
     uint64_t max_size;
     uint64_t max_target;  /* --max-request-line: longer targets get 414 */
     uint64_t max_headers; /* --max-header-size: larger header blocks get 431 */
+    uint64_t max_body;    /* --max-body: larger uploads get 413 */
     double error_rate;
     unsigned error_status;
     _Atomic uint64_t seq[ROUTE_MAX]; /* requests planned per route: the draw index */
@@ -106,6 +107,7 @@ struct plan {
                                prebuilt response per route for it */
     struct delay_drip drip; /* send the body in drip.chunks pieces over drip.over_us */
     int truncate;           /* announce body_len, send half of it, then close */
+    int close;              /* close the connection after this answer (Connection: close) */
     char timing_buf[ROUTE_TIMING_LEN];
     char text[192]; /* storage for bodies built per request */
 };
@@ -138,6 +140,7 @@ struct route_request {
     const char *raw_target;      /* the target as received, for the access log; NULL: `target` */
     size_t header_bytes;         /* size of the header block; 0 where the engine limits it */
     size_t target_bytes; /* length of the target as received, when `target` lacks its query */
+    int last; /* the connection's last request (--max-requests): close after its answer */
 };
 
 /* Fills *t with the built-in routes (GET /test, POST /write, any method / and /echo,

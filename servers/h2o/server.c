@@ -72,6 +72,7 @@ struct h2s_loop {
     struct stats_shard *shard;
     size_t active; /* requests begun and not disposed; loop thread only */
     int draining;
+    int given_up; /* --grace is over: what waits is answered "server stopping" at once */
     uint64_t drain_until;
 };
 
@@ -140,6 +141,9 @@ static void start_answer(struct h2s_request *r, unsigned status, const char *con
         add_header(req, "Allow", p->allow);
     for (size_t i = 0; i < p->nheaders; i++)
         add_header(req, p->headers[i].name, p->headers[i].value);
+    /* --max-requests or the server stopping: HTTP/1 closes after this answer. */
+    if (p->close)
+        req->http1_is_persistent = 0;
     exchange_answer(&r->x);
 }
 
@@ -176,7 +180,7 @@ static void send_paced(struct h2s_request *r)
     case EXCHANGE_BODY_WAIT:
         break;
     }
-    if (exchange_pace(&r->x, &r->loop->timers, due) != 0) {
+    if (exchange_pace(&r->x, &r->loop->timers, due) != EXCHANGE_DO_WAIT) {
         h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
         return;
     }
@@ -199,7 +203,10 @@ static void on_paced_proceed(h2o_generator_t *gen, h2o_req_t *req)
     if (!r->sending)
         return;
     r->sending = 0;
-    send_paced(r);
+    if (exchange_next(&r->x) == EXCHANGE_DO_CLOSE) /* cut short while libh2o sent */
+        h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
+    else
+        send_paced(r);
 }
 
 static void on_paced_stop(h2o_generator_t *gen, h2o_req_t *req)
@@ -232,10 +239,6 @@ static void break_connection(struct h2s_request *r, int rst)
 static void respond(struct h2s_request *r)
 {
     const struct plan *p = &r->x.plan;
-    if (p->action == PLAN_RESET || p->action == PLAN_CLOSE) {
-        break_connection(r, p->action == PLAN_RESET);
-        return;
-    }
     if (exchange_paced(&r->x)) {
         start_answer(r, p->status, p->content_type, p->body_len);
         r->gen.proceed = on_paced_proceed;
@@ -256,46 +259,6 @@ static void respond(struct h2s_request *r)
         return;
     }
     send_answer(r, p->status, p->content_type, p->body, p->body_len);
-}
-
-static void arm_timer(struct h2s_loop *loop);
-
-/* Queues the request's delay; on_timer answers it. */
-static void wait_then_respond(struct h2s_request *r)
-{
-    if (exchange_wait(&r->x, &r->loop->timers, timer_now_us()) != 0) {
-        h2o_send_error_503(r->req, "Service Unavailable", "too many waiting requests", 0);
-        return;
-    }
-    arm_timer(r->loop);
-}
-
-/* POST /write: libh2o has already read the whole body into req->entity. */
-static void respond_upload(struct h2s_request *r)
-{
-    h2o_req_t *req = r->req;
-    char *ctype = NULL;
-    ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_TYPE, -1);
-    if (i >= 0) {
-        /* Whole, however long (the request's pool holds it): a cut boundary is another one. */
-        h2o_iovec_t v = req->headers.entries[i].value;
-        ctype = h2o_mem_alloc_pool(&req->pool, v.len + 1);
-        route_value_copy(v.base, v.len, ctype, v.len + 1);
-    }
-    /* libh2o already refused a body over max_request_entity_size (--max-body) with its own 413
-     * and keeps no Content-Length apart from the body it read. */
-    int rc = exchange_upload_begin(&r->x, ctype, -1, r->loop->srv->cfg->max_body);
-    if (rc < 0) {
-        h2o_send_error_503(req, "Service Unavailable", "out of memory", 0);
-        return;
-    }
-    if (rc == EXCHANGE_UPLOAD_READING &&
-        exchange_upload_feed(&r->x, req->entity.base, req->entity.len) == EXCHANGE_UPLOAD_READING)
-        exchange_upload_finish(&r->x);
-    if (r->x.plan.delay_us)
-        wait_then_respond(r);
-    else
-        respond(r);
 }
 
 static void on_dispose(void *p)
@@ -326,23 +289,16 @@ static int client_gone(h2o_req_t *req)
     return sock && req->version < 0x200 && net_peer_gone(h2o_socket_get_fd(sock));
 }
 
-/* Answers what is due by `now`. */
-static void fire_due(struct h2s_loop *loop, uint64_t now)
+static void act(struct h2s_request *r, enum exchange_do d);
+
+/* Carries out what the core decided for the requests due by `now` (all of them, given up, with
+ * give_up). */
+static void fire_due(struct h2s_loop *loop, uint64_t now, int give_up)
 {
     struct timer_node *node;
     while ((node = timer_heap_pop_due(&loop->timers, now)) != NULL) {
         struct h2s_request *r = (struct h2s_request *)(void *)exchange_of_timer(node);
-        if (r->x.state == EXCHANGE_SENDING) {
-            /* The next chunk of a drip is due (unless libh2o still sends the previous one). */
-            if (!r->sending)
-                send_paced(r);
-            continue;
-        }
-        exchange_fire(&r->x, client_gone(r->req), 0);
-        if (r->x.state == EXCHANGE_READY)
-            respond(r);
-        else
-            h2o_send_error_503(r->req, "Service Unavailable", "client gone", 0);
+        act(r, exchange_on_timer(&r->x, !give_up && client_gone(r->req), give_up));
     }
 }
 
@@ -354,7 +310,7 @@ static void on_timer(h2o_socket_t *sock, const char *err)
     if (read(loop->timer_fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
         LOG(loop->srv->log, LOG_LEVEL_WARN, "timerfd read: %s", strerror(errno));
     loop->armed_us = 0;
-    fire_due(loop, timer_now_us());
+    fire_due(loop, loop->given_up ? UINT64_MAX : timer_now_us(), loop->given_up);
     arm_timer(loop);
 }
 
@@ -377,15 +333,39 @@ static long on_lookup(void *ctx, enum route_input kind, const char *name, char *
     return route_value_copy(v.base, v.len, buf, len);
 }
 
-/* Carries a request on once it may use a worker. */
-static void go(struct h2s_request *r)
+/* Carries out what the core said. */
+static void act(struct h2s_request *r, enum exchange_do d)
 {
-    if (r->x.plan.action == PLAN_UPLOAD)
-        respond_upload(r);
-    else if (r->x.plan.delay_us)
-        wait_then_respond(r);
-    else
+    switch (d) {
+    case EXCHANGE_DO_HOLD: /* nothing to suspend: a handler that returned is left waiting */
+        act(r, exchange_hold(&r->x, &r->loop->timers));
+        return;
+    case EXCHANGE_DO_WAIT:
+        arm_timer(r->loop);
+        return;
+    case EXCHANGE_DO_ANSWER:
         respond(r);
+        return;
+    case EXCHANGE_DO_SEND:
+        if (!r->sending) /* else libh2o still sends the previous chunk; proceed sends on */
+            send_paced(r);
+        return;
+    case EXCHANGE_DO_RESET:
+    case EXCHANGE_DO_CLOSE:
+        if (!r->x.answered)
+            break_connection(r, d == EXCHANGE_DO_RESET);
+        else if (!r->sending) /* a paced body cut short; else proceed cuts it */
+            h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
+        return;
+    case EXCHANGE_DO_DROP:
+        /* The HTTP/1 client is gone: libh2o ends the request when this fails to write. */
+        h2o_send_error_503(r->req, "Service Unavailable", "client gone", 0);
+        return;
+    case EXCHANGE_DO_READ:
+    case EXCHANGE_DO_PARK:
+    case EXCHANGE_DO_DONE:
+        return;
+    }
 }
 
 /* A parked request got its worker, or the server is stopping: hand it to its loop. Runs on any
@@ -416,10 +396,7 @@ static void take_inbox(struct h2s_loop *loop)
     while (e) {
         struct pool_entry *next = e->next;
         struct h2s_request *r = (struct h2s_request *)(void *)exchange_of_entry(e);
-        if (exchange_admitted(&r->x) == EXCHANGE_GO)
-            go(r);
-        else
-            h2o_send_error_503(r->req, "Service Unavailable", "server stopping", 0);
+        act(r, exchange_next(&r->x));
         e = next;
     }
 }
@@ -437,17 +414,16 @@ static void on_conn_close(void *data)
     free(c);
 }
 
-/* --max-requests: the Nth HTTP/1.1 request of a connection is answered with Connection: close,
- * and what was pipelined after it goes with the connection. */
-static void count_request(h2o_req_t *req, const struct service *svc)
+/* --max-requests: 1 if this is the last HTTP/1.1 request the connection may carry (it is answered
+ * with Connection: close, and what was pipelined after it goes with the connection). */
+static int last_request(h2o_req_t *req, const struct service *svc)
 {
     if (!svc->max_requests)
-        return;
+        return 0;
     h2o_socket_t *sock =
         req->conn->callbacks->get_socket ? req->conn->callbacks->get_socket(req->conn) : NULL;
     struct h2s_conn *c = sock && sock->on_close.cb == on_conn_close ? sock->on_close.data : NULL;
-    if (c && service_request_on_connection(svc, &c->requests) && req->version < 0x200)
-        req->http1_is_persistent = 0;
+    return c && service_request_on_connection(svc, &c->requests) && req->version < 0x200;
 }
 
 /* libh2o 2.2.5 takes much larger header blocks than libmicrohttpd; the core holds both engines
@@ -473,7 +449,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     struct timer_node *top = timer_heap_peek(&loop->timers);
     uint64_t now = top ? timer_now_us() : 0;
     if (top && top->due_us <= now)
-        fire_due(loop, now);
+        fire_due(loop, now, 0);
     memcpy(method, req->method.base, mlen);
     method[mlen] = '\0';
     struct h2s_request *r = h2o_mem_alloc_shared(&req->pool, sizeof *r, on_dispose);
@@ -488,22 +464,18 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
                                .lookup = on_lookup,
                                .ctx = req,
                                .peer = plen ? (struct sockaddr *)&peer : NULL,
-                               .header_bytes = header_bytes(req)};
-    exchange_begin(&r->x, &loop->srv->svc.routes, loop->shard, &in);
+                               .header_bytes = header_bytes(req),
+                               .last = last_request(req, &loop->srv->svc)};
+    enum exchange_do d =
+        exchange_on_head(&r->x, &loop->srv->svc.routes, loop->shard, &in, on_admit);
     loop->active++;
-    count_request(req, &loop->srv->svc);
-    if (r->x.plan.action != PLAN_UPLOAD && req->entity.base)
-        exchange_body_bytes(&r->x, req->entity.len);
-    switch (exchange_admit(&r->x, on_admit)) {
-    case EXCHANGE_PARKED:
-        return 0;
-    case EXCHANGE_REFUSED:
-        respond(r);
-        return 0;
-    default:
-        go(r);
-        return 0;
-    }
+    /* libh2o has read the whole body already. */
+    if (d == EXCHANGE_DO_READ && req->entity.base)
+        d = exchange_on_body(&r->x, req->entity.base, req->entity.len);
+    if (d == EXCHANGE_DO_READ || d == EXCHANGE_DO_ANSWER)
+        d = exchange_next(&r->x);
+    act(r, d);
+    return 0;
 }
 
 static void on_accept(h2o_socket_t *listener, const char *err);
@@ -663,23 +635,14 @@ static void *loop_main(void *arg)
     atomic_fetch_add(&srv->ready, 1);
 
     run_until(loop, drained);
-    /* Parked requests of every loop are woken to be answered 503; harmless if another loop
-     * already did it. */
+    /* --grace is over, or nothing is left. Parked requests of every loop are handed back (to be
+     * answered "server stopping"; harmless if another loop did it), and what still waits is
+     * answered the same, now and (given_up) from then on; then idle keep-alive connections and
+     * HTTP/2 sessions are asked to close, for at most one more second. */
     route_table_flush(&srv->svc.routes);
     take_inbox(loop);
-    /* Whatever still waits after the grace time gets no answer; then idle keep-alive
-     * connections and HTTP/2 sessions are asked to close, for at most one more second. */
-    struct timer_node *node;
-    while ((node = timer_heap_pop_due(&loop->timers, UINT64_MAX)) != NULL) {
-        struct h2s_request *r = (struct h2s_request *)(void *)exchange_of_timer(node);
-        if (r->x.state == EXCHANGE_SENDING) { /* a drip, cut short */
-            if (!r->sending)
-                h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
-            continue;
-        }
-        exchange_fire(&r->x, 0, 1);
-        h2o_send_error_503(r->req, "Service Unavailable", "server stopping", 0);
-    }
+    loop->given_up = 1;
+    fire_due(loop, UINT64_MAX, 1);
     h2o_context_request_shutdown(&loop->ctx);
     loop->drain_until = timer_now_us() + 1000000;
     run_until(loop, closed);

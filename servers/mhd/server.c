@@ -35,6 +35,10 @@ static void mhd_server_free(struct app_server *srv);
 /* Longest wait in a loop iteration, so a stop request is noticed promptly. */
 #define LOOP_TICK_US (100 * 1000)
 #define RESUME_BATCH_US 1000
+/* After --grace: how long the last answers ("server stopping") may take to go out, in turns of
+ * FINISH_TICK_US. */
+#define FINISH_US (1000 * 1000)
+#define FINISH_TICK_US (10 * 1000)
 /* libmicrohttpd 0.9.75 walks every suspended connection of a daemon each time it resumes one
  * (resume_suspended_connections): at 10 000 waiting connections that walk was over a third of
  * slowsrv's CPU. An epoll loop therefore accepts its connections itself and hands them to
@@ -59,11 +63,10 @@ struct request {
     struct exchange x; /* first member: a popped timer node leads back to the request */
     struct MHD_Connection *conn;
     struct mhd_shard *shard; /* the daemon of the connection, and through it the loop */
-    int started;             /* exchange_begin ran */
-    int close_after;    /* the connection's last request (--max-requests): answer, then close */
-    int answered_early; /* an upload error was written to the socket mid-body (answer_early) */
-    int woken;          /* thread-per-connection: handed back by the worker pool; sleep_lock */
-    char *raw_uri;      /* the target as received, query included: kept for the access log only */
+    int started;             /* exchange_on_head ran */
+    int answered_early;      /* an upload error was written to the socket mid-body (answer_early) */
+    int woken;               /* thread-per-connection: handed back by the worker pool; sleep_lock */
+    char *raw_uri; /* the target as received, query included: kept for the access log only */
 };
 
 /* What slowsrv keeps of a connection (its socket context): libmicrohttpd has no header-read
@@ -237,6 +240,14 @@ static enum MHD_Result reset(struct request *rq)
 
 static int tpc_sleep(void *arg, uint64_t delay_us);
 
+/* A timer was queued for rq: the poll model's timer thread must wake if it is now the earliest.
+ * Called with the loop lock held. */
+static void timer_queued(struct mhd_loop *loop, struct request *rq)
+{
+    if (loop->srv->internal && timer_heap_peek(&loop->timers) == &rq->x.timer)
+        pthread_cond_signal(&loop->wake);
+}
+
 /* Content reader of a paced body (?drip=, ?fault=truncate). Between chunks the connection is
  * suspended and its timer queued, as for a delay; thread-per-connection sleeps instead. */
 static ssize_t read_paced(void *cls, uint64_t pos, char *buf, size_t max)
@@ -247,7 +258,7 @@ static ssize_t read_paced(void *cls, uint64_t pos, char *buf, size_t max)
     size_t len;
     uint64_t due, now;
     for (;;) {
-        if (rq->x.state == EXCHANGE_CANCELLED)
+        if (exchange_next(&rq->x) == EXCHANGE_DO_CLOSE)
             return MHD_CONTENT_READER_END_WITH_ERROR;
         now = timer_now_us();
         switch (exchange_body_take(&rq->x, now, pos, max, &len, &due)) {
@@ -263,17 +274,17 @@ static ssize_t read_paced(void *cls, uint64_t pos, char *buf, size_t max)
         }
         if (!srv->tpc)
             break;
-        if (tpc_sleep(srv, due - now))
-            return MHD_CONTENT_READER_END_WITH_ERROR;
+        exchange_pace(&rq->x, NULL, due);
+        exchange_on_timer(&rq->x, 0, tpc_sleep(srv, due - now));
     }
     MHD_suspend_connection(rq->conn);
     loop_lock(loop);
-    int rc = exchange_pace(&rq->x, &loop->timers, due);
-    if (rc == 0 && srv->internal && timer_heap_peek(&loop->timers) == &rq->x.timer)
-        pthread_cond_signal(&loop->wake);
+    enum exchange_do d = exchange_pace(&rq->x, &loop->timers, due);
+    if (d == EXCHANGE_DO_WAIT)
+        timer_queued(loop, rq);
     loop_unlock(loop);
-    if (rc != 0)
-        resume(rq); /* x is CANCELLED: the reader then ends the body with an error */
+    if (d != EXCHANGE_DO_WAIT)
+        resume(rq); /* CLOSE: the reader then ends the body with an error */
     return 0;
 }
 
@@ -281,10 +292,6 @@ static enum MHD_Result respond(struct request *rq)
 {
     struct MHD_Response *resp = NULL;
     int fresh = 0;
-    if (rq->x.plan.action == PLAN_RESET)
-        return reset(rq);
-    if (rq->x.plan.action == PLAN_CLOSE)
-        return MHD_NO;
     if (exchange_paced(&rq->x)) {
         resp =
             MHD_create_response_from_callback(rq->x.plan.body_len, 16 * 1024, read_paced, rq, NULL);
@@ -296,7 +303,7 @@ static enum MHD_Result respond(struct request *rq)
         if (!resp)
             return MHD_NO;
         fresh = 1;
-    } else if (rq->x.plan.cacheable && rq->x.plan.route && !rq->close_after) {
+    } else if (rq->x.plan.cacheable && rq->x.plan.route && !rq->x.plan.close) {
         resp = rq->shard->loop->cache[rq->x.plan.route_id];
     }
     if (!resp) {
@@ -305,9 +312,9 @@ static enum MHD_Result respond(struct request *rq)
     }
     if (!resp)
         return MHD_NO;
-    /* --max-requests: the last answer on this connection; pipelined requests after it are
-     * dropped with the connection. */
-    if (rq->close_after)
+    /* --max-requests, or the server stopping: the last answer on this connection; pipelined
+     * requests after it are dropped with the connection. */
+    if (rq->x.plan.close)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(rq->conn, rq->x.plan.status, resp);
     if (fresh)
@@ -343,32 +350,6 @@ static int tpc_sleep(void *arg, uint64_t delay_us)
     return cut;
 }
 
-static enum MHD_Result start_delay(struct request *rq)
-{
-    struct mhd_loop *loop = rq->shard->loop;
-    struct app_server *srv = loop->srv;
-
-    if (srv->tpc) {
-        exchange_sleep(&rq->x, tpc_sleep, srv);
-        return rq->x.state == EXCHANGE_READY ? respond(rq) : MHD_NO;
-    }
-    /* Suspend first: MHD must not resume a connection that is not suspended yet. */
-    MHD_suspend_connection(rq->conn);
-    loop_lock(loop);
-    int rc = exchange_wait(&rq->x, &loop->timers, timer_now_us());
-    if (rc == 0 && srv->internal && timer_heap_peek(&loop->timers) == &rq->x.timer)
-        pthread_cond_signal(&loop->wake);
-    loop_unlock(loop);
-    if (rc != 0)
-        resume(rq); /* the handler then closes it: x is CANCELLED */
-    return MHD_YES;
-}
-
-static enum MHD_Result proceed(struct request *rq)
-{
-    return rq->x.plan.delay_us ? start_delay(rq) : respond(rq);
-}
-
 static void wake_loop(struct mhd_loop *loop)
 {
     uint64_t one = 1;
@@ -378,8 +359,7 @@ static void wake_loop(struct mhd_loop *loop)
 }
 
 /* A parked request got its worker (or the server is stopping): hand it back to its connection,
- * which asks the core what follows (exchange_admitted). Runs on any thread, under the pool's
- * lock. */
+ * which asks the core what follows (exchange_next). Runs on any thread, under the pool's lock. */
 static void on_admit(struct pool_entry *e)
 {
     struct request *rq = (struct request *)(void *)exchange_of_entry(e);
@@ -394,32 +374,67 @@ static void on_admit(struct pool_entry *e)
     wake_loop(resume(rq));
 }
 
-/* --workers: a request takes a worker before its delay. Event-loop models park it suspended;
- * thread-per-connection parks the connection's thread, as a blocking server's accept queue
- * would. */
-static enum MHD_Result admit_then_proceed(struct request *rq)
+static enum MHD_Result act(struct request *rq, enum exchange_do d);
+
+/* thread-per-connection: a worker of --workers is waited for in the connection's own thread, as
+ * a blocking server's accept queue would, and the delay is slept out there. */
+static enum MHD_Result tpc_hold(struct request *rq)
 {
     struct app_server *srv = rq->shard->loop->srv;
-    if (!rq->x.pool)
-        return proceed(rq);
-    if (srv->tpc) {
-        if (exchange_admit(&rq->x, on_admit) == EXCHANGE_PARKED) {
-            pthread_mutex_lock(&srv->sleep_lock);
-            while (!rq->woken && !srv->hard_stop)
-                pthread_cond_wait(&srv->sleep_cond, &srv->sleep_lock);
-            int woken = rq->woken;
-            pthread_mutex_unlock(&srv->sleep_lock);
-            if (!woken || exchange_admitted(&rq->x) != EXCHANGE_GO)
-                return MHD_NO;
-        }
-        return proceed(rq);
+    enum exchange_do d = exchange_hold(&rq->x, NULL);
+    if (d == EXCHANGE_DO_PARK) {
+        pthread_mutex_lock(&srv->sleep_lock);
+        while (!rq->woken) /* handed back, or flushed when the server stops */
+            pthread_cond_wait(&srv->sleep_cond, &srv->sleep_lock);
+        pthread_mutex_unlock(&srv->sleep_lock);
+        d = exchange_next(&rq->x);
+        if (d == EXCHANGE_DO_HOLD)
+            d = exchange_hold(&rq->x, NULL);
     }
-    /* Suspended before it enters the pool, so that an admission from another thread never
-     * resumes a connection that is not suspended yet. */
+    if (d == EXCHANGE_DO_WAIT)
+        d = exchange_sleep(&rq->x, tpc_sleep, srv);
+    return act(rq, d);
+}
+
+/* Event-loop models: the connection is suspended before the request enters the pool or the
+ * heap, so that an admission or a timer on another thread never resumes a connection that is not
+ * suspended yet. What is answered at once resumes it, and runs again (exchange_next). */
+static enum MHD_Result hold(struct request *rq)
+{
+    struct mhd_loop *loop = rq->shard->loop;
+    if (loop->srv->tpc)
+        return tpc_hold(rq);
     MHD_suspend_connection(rq->conn);
-    if (exchange_admit(&rq->x, on_admit) == EXCHANGE_PARKED)
-        return MHD_YES;
-    resume(rq); /* x is ADMITTED (run again, it proceeds) or READY (it answers the refusal) */
+    loop_lock(loop);
+    enum exchange_do d = exchange_hold(&rq->x, &loop->timers);
+    if (d == EXCHANGE_DO_WAIT)
+        timer_queued(loop, rq);
+    loop_unlock(loop);
+    if (d != EXCHANGE_DO_WAIT && d != EXCHANGE_DO_PARK)
+        resume(rq);
+    return MHD_YES;
+}
+
+/* Carries out what the core said. */
+static enum MHD_Result act(struct request *rq, enum exchange_do d)
+{
+    switch (d) {
+    case EXCHANGE_DO_HOLD:
+        return hold(rq);
+    case EXCHANGE_DO_ANSWER:
+        return respond(rq);
+    case EXCHANGE_DO_RESET:
+        return reset(rq);
+    case EXCHANGE_DO_CLOSE:
+    case EXCHANGE_DO_DROP:
+        return MHD_NO;
+    case EXCHANGE_DO_READ:
+    case EXCHANGE_DO_WAIT:
+    case EXCHANGE_DO_PARK:
+    case EXCHANGE_DO_SEND:
+    case EXCHANGE_DO_DONE:
+        break;
+    }
     return MHD_YES;
 }
 
@@ -457,26 +472,6 @@ static int answer_early(struct request *rq)
     rq->answered_early = 1;
     exchange_answer(&rq->x);
     return (size_t)w == (size_t)n + p->body_len ? 0 : -1;
-}
-
-static enum MHD_Result begin_upload(struct request *rq)
-{
-    const char *ctype =
-        MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-    const char *clen =
-        MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    int64_t length = -1;
-    if (clen) {
-        char *end;
-        unsigned long long v = strtoull(clen, &end, 10);
-        if (end != clen && *end == '\0' && v <= INT64_MAX)
-            length = (int64_t)v;
-    }
-    int rc = exchange_upload_begin(&rq->x, ctype, length, rq->shard->loop->srv->cfg->max_body);
-    if (rc < 0)
-        return MHD_NO;
-    /* 415, 400 or 413 known from the headers alone: answer before the body is read. */
-    return rc == EXCHANGE_UPLOAD_DECIDED ? respond(rq) : MHD_YES;
 }
 
 static void watch_arm(struct mhd_loop *loop, struct conn_watch *w)
@@ -523,10 +518,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         rq->shard = cls;
         rq->started = 1;
         struct conn_watch *w = watch_of(conn);
-        if (w) {
+        if (w)
             atomic_store_explicit(&w->deadline, 0, memory_order_relaxed);
-            rq->close_after = service_request_on_connection(&loop->srv->svc, &w->requests);
-        }
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         struct route_request in = {
@@ -538,54 +531,27 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             .peer = ci ? ci->client_addr : NULL,
             .raw_target = rq->raw_uri,
             .header_bytes = header_bytes(conn, method, w ? w->target_bytes : strlen(url), version),
-            .target_bytes = w ? w->target_bytes : 0};
-        exchange_begin(&rq->x, &loop->srv->svc.routes, loop->shard, &in);
+            .target_bytes = w ? w->target_bytes : 0,
+            .last = w && service_request_on_connection(&loop->srv->svc, &w->requests)};
+        enum exchange_do d =
+            exchange_on_head(&rq->x, &loop->srv->svc.routes, loop->shard, &in, on_admit);
         atomic_fetch_add_explicit(&loop->active, 1, memory_order_relaxed);
         *req_cls = rq;
-        if (rq->x.plan.action == PLAN_UPLOAD)
-            return begin_upload(rq);
-        return MHD_YES;
+        return act(rq, d);
     }
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (!rq->x.upload) {
-            /* Read and discarded: no other route needs a body. (An upload's plan turns into its
-             * answer once decided, so an upload is known by its parser, not by its plan.) */
-            exchange_body_bytes(&rq->x, n);
-            return MHD_YES;
-        }
-        /* A client that keeps sending far past an error is cut off. */
-        int fed = exchange_upload_feed(&rq->x, upload_data, n);
-        if (fed < 0)
+        enum exchange_do d = exchange_on_body(&rq->x, upload_data, n);
+        if (d == EXCHANGE_DO_ANSWER && answer_early(rq) != 0)
             return MHD_NO;
-        if (fed == EXCHANGE_UPLOAD_DECIDED && !rq->x.answered && answer_early(rq) != 0)
-            return MHD_NO;
-        return MHD_YES;
+        return d == EXCHANGE_DO_CLOSE ? MHD_NO : MHD_YES;
     }
-    if (rq->x.upload) {
-        if (rq->answered_early) /* the rest of the body was dropped; nothing more to say */
-            return MHD_NO;
-        if (rq->x.answered) /* answered from the headers alone */
-            return MHD_YES;
-        exchange_upload_finish(&rq->x);
-    }
-    switch (rq->x.state) {
-    case EXCHANGE_NEW:
-        return admit_then_proceed(rq);
-    case EXCHANGE_ADMITTED:
-        return proceed(rq);
-    case EXCHANGE_READY:
-        return respond(rq);
-    case EXCHANGE_WAITING:
-    case EXCHANGE_QUEUED: /* run again only once on_admit resumed it */
-        return exchange_admitted(&rq->x) == EXCHANGE_GO ? proceed(rq) : MHD_NO;
-    case EXCHANGE_SENDING:
-        return MHD_YES;
-    case EXCHANGE_CANCELLED:
+    /* An answer written around libmicrohttpd: the rest of the body was dropped, and the
+     * connection closes. */
+    if (rq->answered_early)
         return MHD_NO;
-    }
-    return MHD_NO;
+    return act(rq, exchange_next(&rq->x));
 }
 
 /* --max-connections over every loop: refused connections are closed at once by MHD. */
@@ -734,7 +700,9 @@ static size_t fire_due(struct mhd_loop *loop, uint64_t now, int cancel)
             struct request *rq = batch[i];
             const union MHD_ConnectionInfo *ci =
                 MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-            exchange_fire(&rq->x, ci && net_peer_gone(ci->connect_fd), cancel);
+            /* What it decided is carried out when MHD runs the request again (exchange_next),
+             * or reads the next chunk of a paced body. */
+            exchange_on_timer(&rq->x, ci && net_peer_gone(ci->connect_fd), cancel);
             resume(rq);
         }
         fired += n;
@@ -961,11 +929,23 @@ static void *loop_main(void *arg)
             pthread_cond_timedwait(&loop->wake, &loop->lock, &ts);
         pthread_mutex_unlock(&loop->lock);
     }
-    fire_due(loop, UINT64_MAX, 1);
-    /* Parked requests of any loop are woken to be closed; harmless if another loop did it. */
+    /* --grace is over, or nothing is left. Parked requests of every loop are handed back (to
+     * be answered "server stopping"; harmless if another loop did it), what still waits is
+     * answered the same, and what is in flight gets FINISH_US more to go out before the
+     * daemons stop. */
     route_table_flush(&srv->svc.routes);
-    if (!srv->internal)
-        run_shards(loop, 1);
+    uint64_t until = timer_now_us() + FINISH_US;
+    do {
+        fire_due(loop, UINT64_MAX, 1);
+        if (srv->cfg->model == CONFIG_MODEL_EPOLL) {
+            run_epoll(loop, FINISH_TICK_US);
+        } else if (!srv->internal) {
+            run_select(loop, FINISH_TICK_US);
+        } else {
+            struct timespec ts = {0, FINISH_TICK_US * 1000};
+            nanosleep(&ts, NULL);
+        }
+    } while (atomic_load(&loop->active) > 0 && timer_now_us() < until);
     return NULL;
 }
 
@@ -1287,11 +1267,18 @@ static void tpc_drain(struct app_server *srv)
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+    /* Parked threads are handed back first (they wait for that alone), then sleepers are cut:
+     * both answer "server stopping". */
+    route_table_flush(&srv->svc.routes);
     pthread_mutex_lock(&srv->sleep_lock);
     srv->hard_stop = 1;
     pthread_cond_broadcast(&srv->sleep_cond);
     pthread_mutex_unlock(&srv->sleep_lock);
-    route_table_flush(&srv->svc.routes);
+    until = timer_now_us() + FINISH_US;
+    while (active_total(srv) > 0 && timer_now_us() < until) {
+        struct timespec ts = {0, FINISH_TICK_US * 1000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 static void mhd_server_stop(struct app_server *srv)

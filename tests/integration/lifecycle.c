@@ -166,6 +166,7 @@ static void port_in_use_exits_1(const struct itest_env *env)
 struct load {
     unsigned port;
     const char *path; /* NULL: /test */
+    const char *want; /* the body ok[] looks for; NULL: "ok" */
     size_t n;
     long status[100];
     double secs[100];
@@ -175,7 +176,8 @@ struct load {
 static void *run_load(void *arg)
 {
     struct load *l = arg;
-    http_concurrent(l->port, l->path ? l->path : "/test", l->n, l->status, l->secs, l->ok, "ok");
+    http_concurrent(l->port, l->path ? l->path : "/test", l->n, l->status, l->secs, l->ok,
+                    l->want ? l->want : "ok");
     return NULL;
 }
 
@@ -1169,13 +1171,16 @@ static void seed_absent_draws_differ(const struct itest_env *env)
     CHECK(seeded_same); /* and the comparison can tell equal sequences */
 }
 
-/* --grace cuts what still waits on its delay: 10 requests wait on a 5 s delay, SIGTERM with
- * --grace 300ms, and the server exits 0 once the grace time is over, long before the delay.
- * No client gets its `ok`, each is let go on time, and the access log has one line for each,
- * cut after the grace time and before its delay. What the client is sent differs between the
- * binaries (slowsrv closes the connection, slowsrv-h2o answers 503 "server stopping"), so it
- * is not asserted. */
-static void grace_cuts_waiting_requests(const struct itest_env *env)
+#define STOPPING_BODY "{\"error\": \"server stopping\", \"status\": 503}"
+
+/* --grace cuts what still waits: 10 requests wait on a 5 s delay, SIGTERM with --grace 300ms,
+ * and the server exits 0 once the grace time is over, long before the delay. With `workers`
+ * (--workers 1 --queue 9), one of them waits on its delay and nine are queued for the worker.
+ * Either way every client gets the one answer of a request the server gives up on, in every
+ * model of both binaries: 503 {"error": "server stopping"}, on time; and the access log has one
+ * line for each: 503, its delay 5000 ms, waited from the grace time to well before the delay
+ * (a queued request has not begun its wait: 0). */
+static void stop_cuts(const struct itest_env *env, int workers)
 {
     struct server s;
     struct load l;
@@ -1183,22 +1188,29 @@ static void grace_cuts_waiting_requests(const struct itest_env *env)
     char alog[300], log[8192], want[256];
     static char text[65536];
     snprintf(alog, sizeof alog, "%s/access.log", env->tmpdir);
-    const char *args[] = {"--delay", "5s", "--grace", "300ms", "--access-log", alog, NULL};
-    if (server_start(&s, env->bin, args, NULL) != 0) {
+    const char *plain[] = {"--delay", "5s",      "--grace",  "300ms", "--access-log",
+                           alog,      "--model", env->model, NULL};
+    const char *pooled[] = {"--delay", "5s",      "--grace",  "300ms",     "--access-log",
+                            alog,      "--model", env->model, "--workers", "1",
+                            "--queue", "9",       NULL};
+    if (server_start(&s, env->bin, workers ? pooled : plain, NULL) != 0) {
         CHECK_FAIL_("%s", "server did not start");
         return;
     }
     memset(&l, 0, sizeof l);
     l.port = s.port;
     l.n = 10;
+    l.want = STOPPING_BODY;
     pthread_create(&th, NULL, run_load, &l);
-    CHECK_INT(await_stat(h1(&s), "waiting", 10, 5), 10);
+    CHECK_INT(await_stat(h1(&s), "in_flight", 10, 5), 10);
+    CHECK_INT(await_stat(h1(&s), "waiting", workers ? 1 : 10, 5), workers ? 1 : 10);
+    if (workers)
+        CHECK_INT(await_stat(h1(&s), "workers.queued", 9, 5), 9);
     static struct reply r; /* 64 KiB: not on the stack */
     http_request_to(h1(&s), "GET", "/stats", NULL, NULL, &r, NULL);
     cJSON *j = cJSON_Parse(r.body);
     CHECK_INT(json_number(j, "routes./test.requests"), 10);
     CHECK_INT(json_number(j, "answered"), 0);
-    CHECK_INT(json_number(j, "in_flight"), 10);
     CHECK_INT(json_number(j, "cancels"), 0);
     cJSON_Delete(j);
     double t0 = now_seconds();
@@ -1210,21 +1222,19 @@ static void grace_cuts_waiting_requests(const struct itest_env *env)
         CHECK_FAIL_("stop took %.2f s with --grace 300ms and 5 s delays", took);
     else
         check_passed++;
-    unsigned served = 0, held = 0;
+    unsigned stopped = 0, on_time = 0;
     for (size_t i = 0; i < l.n; i++) {
-        served += l.status[i] == 200 && l.ok[i];
-        held += l.secs[i] >= 4.5;
+        stopped += l.status[i] == 503 && l.ok[i];
+        on_time += l.secs[i] >= 0.3 && l.secs[i] < 2.0;
     }
-    CHECK_INT(served, 0);
-    CHECK_INT(held, 0);
+    CHECK_INT(stopped, 10);
+    CHECK_INT(on_time, 10);
     snprintf(want, sizeof want,
              "%s: info: Terminated: draining for up to 300 ms\n%s: info: stopped\n",
              env->caps->program, env->caps->program);
     CHECK_STR(log, want);
-    /* One access-log line per cut request: not a 200, its delay 5000 ms, waited from the grace
-     * time to well before the delay. */
     read_text(alog, text, sizeof text);
-    unsigned lines = 0, cut = 0;
+    unsigned lines = 0, cut = 0, queued = 0;
     /* Line by line without strtok: json_number uses it. */
     for (char *line = text, *nl; *line; line = nl ? nl + 1 : line + strlen(line)) {
         nl = strchr(line, '\n');
@@ -1233,17 +1243,30 @@ static void grace_cuts_waiting_requests(const struct itest_env *env)
         cJSON *a = cJSON_Parse(line);
         const cJSON *path = cJSON_GetObjectItemCaseSensitive(a, "path");
         double waited = json_number(a, "waited_ms");
+        int ours = cJSON_IsString(path) && strcmp(path->valuestring, "/test") == 0 &&
+                   json_number(a, "status") == 503 && json_number(a, "delay_ms") == 5000;
         lines++;
-        if (cJSON_IsString(path) && strcmp(path->valuestring, "/test") == 0 &&
-            json_number(a, "status") != 200 && json_number(a, "delay_ms") == 5000 &&
-            waited >= 300 && waited < 4500)
+        if (ours && waited >= 300 && waited < 4500)
             cut++;
+        else if (ours && workers && waited == 0)
+            queued++;
         else
             fprintf(stderr, "access-log line: %s\n", line);
         cJSON_Delete(a);
     }
     CHECK_INT(lines, 10);
-    CHECK_INT(cut, 10);
+    CHECK_INT(cut, workers ? 1 : 10);
+    CHECK_INT(queued, workers ? 9 : 0);
+}
+
+static void grace_cuts_waiting_requests(const struct itest_env *env)
+{
+    stop_cuts(env, 0);
+}
+
+static void stop_answers_queued_requests(const struct itest_env *env)
+{
+    stop_cuts(env, 1);
 }
 
 /* 1 if the process has exited (left a zombie for server_stop to collect), else 0. */
@@ -1510,7 +1533,8 @@ static const struct itest_case cases[] = {
     {"help_lists_every_option", help_lists_every_option, ITEST_PLAIN, 0},
     {"log_level_filters_info_lines", log_level_filters_info_lines, ITEST_PLAIN, 0},
     {"seed_absent_draws_differ", seed_absent_draws_differ, ITEST_PLAIN, 0},
-    {"grace_cuts_waiting_requests", grace_cuts_waiting_requests, ITEST_PLAIN, 0},
+    {"grace_cuts_waiting_requests", grace_cuts_waiting_requests, ITEST_PER_MODEL, 0},
+    {"stop_answers_queued_requests", stop_answers_queued_requests, ITEST_PER_MODEL, 0},
     {"sigterm_stops_accepting", sigterm_stops_accepting, ITEST_PER_MODEL, 0},
     {"short_flags_act_as_long_ones", short_flags_act_as_long_ones, ITEST_PLAIN, 0},
     {"log_level_debug_adds_library_lines", log_level_debug_adds_library_lines, ITEST_PLAIN, 0},

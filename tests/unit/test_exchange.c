@@ -1,5 +1,7 @@
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
 #include "../../common/exchange.h"
 #include "check.h"
@@ -19,10 +21,47 @@ static void setup(struct fixture *f, size_t heap_max)
     timer_heap_init(&f->h, heap_max);
 }
 
+static struct exchange *admitted_x;
+static void note_admit(struct pool_entry *e)
+{
+    admitted_x = exchange_of_entry(e);
+}
+
+/* A test request: its target's query, and headers as name/value pairs, NULL-terminated. */
+struct test_request {
+    const char *target;
+    const char *const *headers;
+};
+
+static long lookup_pairs(void *ctx, enum route_input kind, const char *name, char *buf, size_t len)
+{
+    const struct test_request *tr = ctx;
+    const char *const *kv = tr->headers;
+    if (kind == ROUTE_QUERY) {
+        const char *q = strchr(tr->target, '?');
+        return q ? route_query_param(q + 1, strlen(q + 1), name, buf, len) : -1;
+    }
+    for (size_t i = 0; kv && kv[i]; i += 2)
+        if (strcasecmp(kv[i], name) == 0)
+            return route_value_copy(kv[i + 1], strlen(kv[i + 1]), buf, len);
+    return -1;
+}
+
+static enum exchange_do begin_with(struct exchange *x, struct fixture *f, const char *method,
+                                   const char *target, const char *const *headers)
+{
+    struct test_request tr = {target, headers};
+    struct route_request rq = {.method = method,
+                               .target = target,
+                               .target_len = strlen(target),
+                               .lookup = lookup_pairs,
+                               .ctx = &tr};
+    return exchange_on_head(x, &f->t, stats_shard(f->st, 0), &rq, note_admit);
+}
+
 static void begin(struct exchange *x, struct fixture *f, const char *method, const char *target)
 {
-    struct route_request rq = {.method = method, .target = target, .target_len = strlen(target)};
-    exchange_begin(x, &f->t, stats_shard(f->st, 0), &rq);
+    CHECK_INT(begin_with(x, f, method, target, NULL), EXCHANGE_DO_READ);
 }
 
 static void teardown(struct fixture *f)
@@ -39,17 +78,21 @@ static void exchange_delayed_answer_counts_once(void)
     setup(&f, 4);
     begin(&x, &f, "GET", "/test");
     CHECK_U64(x.plan.delay_us, 200000);
-    CHECK_INT(exchange_wait(&x, &f.h, 1000), 0);
-    CHECK_INT(x.state, EXCHANGE_WAITING);
-    CHECK_U64(x.timer.due_us, 201000);
+    CHECK_INT(exchange_next(&x), EXCHANGE_DO_HOLD);
+    CHECK_INT(exchange_next(&x), EXCHANGE_DO_HOLD); /* asked again: the same */
+    uint64_t before = timer_now_us();
+    CHECK_INT(exchange_hold(&x, &f.h), EXCHANGE_DO_WAIT);
+    CHECK_INT(exchange_next(&x), EXCHANGE_DO_WAIT);
+    CHECK(x.timer.due_us >= before + 200000 && x.timer.due_us <= timer_now_us() + 200000);
     stats_totals_get(f.st, &t);
     CHECK_U64(t.waiting, 1);
-    CHECK(timer_heap_pop_due(&f.h, 200999) == NULL);
-    struct timer_node *n = timer_heap_pop_due(&f.h, 201000);
+    CHECK(timer_heap_pop_due(&f.h, x.timer.due_us - 1) == NULL);
+    struct timer_node *n = timer_heap_pop_due(&f.h, x.timer.due_us);
     CHECK(exchange_of_timer(n) == &x);
-    exchange_fire(&x, 0, 0);
-    CHECK_INT(x.state, EXCHANGE_READY);
+    CHECK_INT(exchange_on_timer(&x, 0, 0), EXCHANGE_DO_ANSWER);
+    CHECK_INT(exchange_next(&x), EXCHANGE_DO_ANSWER); /* an engine that runs it again */
     exchange_answer(&x);
+    CHECK_INT(exchange_next(&x), EXCHANGE_DO_DONE);
     exchange_end(&x, &f.h);
     stats_totals_get(f.st, &t);
     CHECK_U64(t.waiting, 0);
@@ -60,6 +103,76 @@ static void exchange_delayed_answer_counts_once(void)
     teardown(&f);
 }
 
+/* A request with neither a delay nor a worker to wait for is answered as soon as its body is
+ * in; a body on a route that does not read it is only counted. */
+static void exchange_undelayed_answers_at_once(void)
+{
+    struct fixture f;
+    struct exchange x;
+    setup(&f, 4);
+    begin(&x, &f, "POST", "/echo");
+    CHECK_INT(exchange_on_body(&x, "abc", 3), EXCHANGE_DO_READ);
+    CHECK_INT(exchange_next(&x), EXCHANGE_DO_ANSWER);
+    CHECK_INT(x.plan.status, 200);
+    CHECK_INT(x.plan.close, 0);
+    exchange_answer(&x);
+    exchange_end(&x, &f.h);
+    /* The connection's last request (--max-requests) closes after its answer. */
+    struct route_request rq = {.method = "GET", .target = "/echo", .target_len = 5, .last = 1};
+    CHECK_INT(exchange_on_head(&x, &f.t, stats_shard(f.st, 0), &rq, note_admit), EXCHANGE_DO_READ);
+    CHECK_INT(exchange_next(&x), EXCHANGE_DO_ANSWER);
+    CHECK_INT(x.plan.close, 1);
+    exchange_answer(&x);
+    exchange_end(&x, &f.h);
+    teardown(&f);
+}
+
+/* POST /write: the Content-Type and Content-Length are read through the request's lookup; an
+ * answer known from them is given before the body; a good form is counted; an error found
+ * mid-body is told once. */
+static void exchange_uploads_through_the_core(void)
+{
+    struct fixture f;
+    struct exchange x;
+    setup(&f, 4);
+    CHECK_INT(begin_with(&x, &f, "POST", "/write", NULL), EXCHANGE_DO_ANSWER);
+    CHECK_INT(x.plan.status, 415);
+    exchange_answer(&x);
+    CHECK_INT(exchange_on_body(&x, "zz", 2), EXCHANGE_DO_READ); /* dropped, counted */
+    CHECK_INT(exchange_next(&x), EXCHANGE_DO_DONE);
+    exchange_end(&x, &f.h);
+
+    const char *const big[] = {"Content-Type", "multipart/form-data; boundary=b", "Content-Length",
+                               "99999999999", NULL};
+    CHECK_INT(begin_with(&x, &f, "POST", "/write", big), EXCHANGE_DO_ANSWER);
+    CHECK_INT(x.plan.status, 413);
+    exchange_end(&x, &f.h);
+
+    const char *const ok[] = {"Content-Type", "multipart/form-data; boundary=b", "Content-Length",
+                              "x12", NULL};
+    static const char form[] = "--b\r\nContent-Disposition: form-data; name=\"data\"\r\n\r\n"
+                               "hello\r\n--b--\r\n";
+    CHECK_INT(begin_with(&x, &f, "POST", "/write", ok), EXCHANGE_DO_READ);
+    CHECK_INT(exchange_on_body(&x, form, 10), EXCHANGE_DO_READ);
+    CHECK_INT(exchange_on_body(&x, form + 10, sizeof form - 11), EXCHANGE_DO_READ);
+    CHECK_INT(exchange_next(&x), EXCHANGE_DO_ANSWER);
+    CHECK_INT(x.plan.status, 200);
+    CHECK_STR(x.plan.body, "5");
+    exchange_answer(&x);
+    exchange_end(&x, &f.h);
+
+    f.t.max_body = 8; /* over it mid-body, with no Content-Length to tell before */
+    CHECK_INT(begin_with(&x, &f, "POST", "/write", ok), EXCHANGE_DO_READ);
+    CHECK_INT(exchange_on_body(&x, form, 10), EXCHANGE_DO_ANSWER);
+    CHECK_INT(x.plan.status, 413);
+    CHECK_INT(exchange_on_body(&x, "more", 4), EXCHANGE_DO_READ);
+    CHECK_INT(exchange_next(&x), EXCHANGE_DO_ANSWER);
+    CHECK_INT(x.plan.status, 413);
+    exchange_answer(&x);
+    exchange_end(&x, &f.h);
+    teardown(&f);
+}
+
 static void exchange_client_gone_at_fire_is_a_cancel(void)
 {
     struct fixture f;
@@ -67,9 +180,11 @@ static void exchange_client_gone_at_fire_is_a_cancel(void)
     struct stats_totals t;
     setup(&f, 4);
     begin(&x, &f, "GET", "/test");
-    exchange_wait(&x, &f.h, 0);
-    exchange_fire(exchange_of_timer(timer_heap_pop_due(&f.h, UINT64_MAX)), 1, 0);
-    CHECK_INT(x.state, EXCHANGE_CANCELLED);
+    CHECK_INT(exchange_next(&x), EXCHANGE_DO_HOLD);
+    CHECK_INT(exchange_hold(&x, &f.h), EXCHANGE_DO_WAIT);
+    CHECK_INT(exchange_on_timer(exchange_of_timer(timer_heap_pop_due(&f.h, UINT64_MAX)), 1, 0),
+              EXCHANGE_DO_DROP);
+    CHECK_INT(exchange_next(&x), EXCHANGE_DO_DROP);
     exchange_end(&x, &f.h);
     stats_totals_get(f.st, &t);
     CHECK_U64(t.cancels, 1);
@@ -85,7 +200,8 @@ static void exchange_end_while_waiting_removes_the_timer(void)
     struct stats_totals t;
     setup(&f, 4);
     begin(&x, &f, "GET", "/test");
-    exchange_wait(&x, &f.h, 0);
+    exchange_next(&x);
+    exchange_hold(&x, &f.h);
     exchange_end(&x, &f.h);
     CHECK(timer_heap_peek(&f.h) == NULL);
     stats_totals_get(f.st, &t);
@@ -94,16 +210,58 @@ static void exchange_end_while_waiting_removes_the_timer(void)
     teardown(&f);
 }
 
-static void exchange_full_heap_cancels_instead_of_waiting(void)
+/* The one answer of a request the server gives up on: 503 "server stopping", then close. The
+ * access log keeps its planned delay; the delay histograms leave it out. */
+static void check_stopping(const struct exchange *x, uint64_t delay_us)
+{
+    CHECK_INT(x->plan.status, 503);
+    CHECK_INT(x->plan.close, 1);
+    CHECK(strstr(x->plan.body, "server stopping") != NULL);
+    CHECK_U64(x->plan.delay_us, delay_us);
+}
+
+static void exchange_give_up_answers_server_stopping(void)
+{
+    struct fixture f;
+    struct exchange x;
+    struct stats_totals t;
+    setup(&f, 4);
+    begin(&x, &f, "GET", "/test");
+    exchange_next(&x);
+    CHECK_INT(exchange_hold(&x, &f.h), EXCHANGE_DO_WAIT);
+    CHECK_INT(exchange_on_timer(exchange_of_timer(timer_heap_pop_due(&f.h, UINT64_MAX)), 0, 1),
+              EXCHANGE_DO_ANSWER);
+    check_stopping(&x, 200000);
+    exchange_answer(&x);
+    exchange_end(&x, &f.h);
+    stats_totals_get(f.st, &t);
+    CHECK_U64(t.answered, 1);
+    CHECK_U64(t.cancels, 0);
+    CHECK_U64(stats_route_status(f.st, 0, 503), 1);
+    const char *names[] = {"/test"};
+    char *prom = stats_to_prometheus(f.st, names, 1, 1.0, NULL, NULL);
+    CHECK(prom && strstr(prom, "slowsrv_service_seconds_count{route=\"/test\"} 1") != NULL);
+    CHECK(prom && strstr(prom, "slowsrv_delay_intended_seconds_count{route=\"/test\"} 0") != NULL);
+    free(prom);
+    teardown(&f);
+}
+
+/* A full heap answers 503 "too many waiting requests" (and closes) instead of waiting. */
+static void exchange_full_heap_answers_503(void)
 {
     struct fixture f;
     struct exchange a, b;
     setup(&f, 1);
     begin(&a, &f, "GET", "/test");
     begin(&b, &f, "GET", "/test");
-    CHECK_INT(exchange_wait(&a, &f.h, 0), 0);
-    CHECK_INT(exchange_wait(&b, &f.h, 0), -ENOSPC);
-    CHECK_INT(b.state, EXCHANGE_CANCELLED);
+    exchange_next(&a);
+    exchange_next(&b);
+    CHECK_INT(exchange_hold(&a, &f.h), EXCHANGE_DO_WAIT);
+    CHECK_INT(exchange_hold(&b, &f.h), EXCHANGE_DO_ANSWER);
+    CHECK_INT(b.plan.status, 503);
+    CHECK_INT(b.plan.close, 1);
+    CHECK(strstr(b.plan.body, "too many waiting requests") != NULL);
+    exchange_answer(&b);
     exchange_end(&b, &f.h);
     exchange_end(&a, &f.h);
     struct stats_totals t;
@@ -133,12 +291,21 @@ static void exchange_sleep_reports_a_cut_sleep(void)
     uint64_t slept = 0;
     setup(&f, 1);
     begin(&x, &f, "GET", "/test");
-    exchange_sleep(&x, sleep_ok, &slept);
+    exchange_next(&x);
+    CHECK_INT(exchange_hold(&x, NULL), EXCHANGE_DO_WAIT);
+    CHECK_INT(exchange_sleep(&x, sleep_ok, &slept), EXCHANGE_DO_ANSWER);
     CHECK_U64(slept, 200000);
-    CHECK_INT(x.state, EXCHANGE_READY);
+    CHECK_INT(x.plan.status, 200);
+    exchange_end(&x, NULL);
     begin(&x, &f, "GET", "/test");
-    exchange_sleep(&x, sleep_cut, NULL);
-    CHECK_INT(x.state, EXCHANGE_CANCELLED);
+    exchange_next(&x);
+    CHECK_INT(exchange_hold(&x, NULL), EXCHANGE_DO_WAIT);
+    CHECK_INT(exchange_sleep(&x, sleep_cut, NULL), EXCHANGE_DO_ANSWER);
+    check_stopping(&x, 200000);
+    exchange_end(&x, NULL);
+    struct stats_totals t;
+    stats_totals_get(f.st, &t);
+    CHECK_U64(t.waiting, 0);
     teardown(&f);
 }
 
@@ -181,11 +348,11 @@ static void exchange_paces_drips_and_truncation(void)
     CHECK_INT(exchange_body_next(&x, 401000, 10, &len, &due), EXCHANGE_BODY_DONE);
 
     /* The timer of the next chunk is queued once, however often it is asked. */
-    CHECK_INT(exchange_pace(&x, &f.h, 201000), 0);
-    CHECK_INT(exchange_pace(&x, &f.h, 201000), 0);
-    CHECK_INT(x.state, EXCHANGE_SENDING);
+    CHECK_INT(exchange_pace(&x, &f.h, 201000), EXCHANGE_DO_WAIT);
+    CHECK_INT(exchange_pace(&x, &f.h, 201000), EXCHANGE_DO_WAIT);
     CHECK(exchange_of_timer(timer_heap_pop_due(&f.h, 201000)) == &x);
     CHECK(timer_heap_pop_due(&f.h, UINT64_MAX) == NULL);
+    CHECK_INT(exchange_on_timer(&x, 0, 0), EXCHANGE_DO_SEND);
 
     x.plan.truncate = 1;
     CHECK_INT(exchange_body_next(&x, 401000, 2, &len, &due), EXCHANGE_BODY_SEND);
@@ -200,21 +367,21 @@ static void exchange_paces_drips_and_truncation(void)
     teardown(&f);
 }
 
-/* An injected fault is counted as a fault, not as a client cancel. */
+/* An injected fault is counted as a fault, not as a client cancel; the plan's RESET and CLOSE
+ * are what the engine is told. */
 static void exchange_faults_are_not_cancels(void)
 {
     struct fixture f;
     struct exchange x;
     struct stats_totals t;
     setup(&f, 4);
-    struct route_request rq = {.method = "GET", .target = "/echo", .target_len = 5};
-    exchange_begin(&x, &f.t, stats_shard(f.st, 0), &rq);
-    x.plan.action = PLAN_RESET;
+    begin(&x, &f, "GET", "/echo?fault=reset");
+    CHECK_INT(exchange_next(&x), EXCHANGE_DO_RESET);
     exchange_end(&x, &f.h);
-    exchange_begin(&x, &f.t, stats_shard(f.st, 0), &rq);
-    x.plan.action = PLAN_CLOSE;
+    begin(&x, &f, "GET", "/echo?fault=close");
+    CHECK_INT(exchange_next(&x), EXCHANGE_DO_CLOSE);
     exchange_end(&x, &f.h);
-    exchange_begin(&x, &f.t, stats_shard(f.st, 0), &rq);
+    begin(&x, &f, "GET", "/echo");
     exchange_end(&x, &f.h);
     stats_totals_get(f.st, &t);
     CHECK_U64(t.faults, 2);
@@ -222,10 +389,27 @@ static void exchange_faults_are_not_cancels(void)
     teardown(&f);
 }
 
-static struct exchange *admitted_x;
-static void note_admit(struct pool_entry *e)
+static void pool_fixture(struct fixture *f, unsigned workers, unsigned queue, int reset,
+                         size_t heap_max)
 {
-    admitted_x = exchange_of_entry(e);
+    struct config cfg = config_defaults;
+    cfg.workers = workers;
+    cfg.queue = queue;
+    if (reset)
+        cfg.overflow = CONFIG_OVERFLOW_RESET;
+    route_table_init(&f->t, &cfg);
+    CHECK_INT(route_table_init_pool(&f->t, &cfg), 0);
+    f->st = stats_new(1, route_stats_count(&f->t));
+    timer_heap_init(&f->h, heap_max);
+    admitted_x = NULL;
+}
+
+/* Begins a request on `target` and brings it to its hold: the first step past the body. */
+static enum exchange_do held(struct exchange *x, struct fixture *f, const char *target)
+{
+    begin(x, f, "GET", target);
+    CHECK_INT(exchange_next(x), EXCHANGE_DO_HOLD);
+    return exchange_hold(x, &f->h);
 }
 
 /* --workers 1 --queue 1: the worker passes to the queued request when the first one's answer is
@@ -235,19 +419,12 @@ static void exchange_answer_frees_the_worker(void)
 {
     struct fixture f;
     struct exchange a, b;
-    struct config cfg = config_defaults;
-    cfg.workers = 1;
-    cfg.queue = 1;
-    route_table_init(&f.t, &cfg);
-    CHECK_INT(route_table_init_pool(&f.t, &cfg), 0);
-    f.st = stats_new(1, route_stats_count(&f.t));
-    timer_heap_init(&f.h, 4);
+    pool_fixture(&f, 1, 1, 0, 4);
     for (int paced = 0; paced <= 1; paced++) {
         admitted_x = NULL;
-        begin(&a, &f, "GET", "/echo");
-        begin(&b, &f, "GET", "/echo");
-        CHECK_INT(exchange_admit(&a, note_admit), EXCHANGE_GO);
-        CHECK_INT(exchange_admit(&b, note_admit), EXCHANGE_PARKED);
+        CHECK_INT(held(&a, &f, "/echo"), EXCHANGE_DO_ANSWER);
+        CHECK_INT(held(&b, &f, "/echo"), EXCHANGE_DO_PARK);
+        CHECK_INT(exchange_next(&b), EXCHANGE_DO_PARK); /* still queued */
         if (paced) {
             a.plan.drip.chunks = 2;
             a.plan.drip.over_us = 100000;
@@ -267,6 +444,7 @@ static void exchange_answer_frees_the_worker(void)
             CHECK_INT(len, 1);
         }
         CHECK(admitted_x == &b);
+        CHECK_INT(exchange_next(&b), EXCHANGE_DO_ANSWER); /* handed back: no delay, answer */
         admitted_x = NULL;
         exchange_end(&a, &f.h); /* the worker is not handed on twice */
         CHECK(admitted_x == NULL);
@@ -281,81 +459,101 @@ static void exchange_answer_frees_the_worker(void)
     teardown(&f);
 }
 
-/* The core alone writes the state: admission (GO, PARKED, a parked request handed back, or
- * flushed when the server stops), a drip's timer (sent on, or given up), a full heap while
- * pacing. */
-static void exchange_core_owns_every_state_change(void)
+/* Admission as the engine is told it: a worker (go on), parked, refused (503, or a reset with
+ * --overflow reset), a parked request handed back with a delay to wait (hold again, then wait),
+ * and the server stopping: queued requests and later ones are answered "server stopping". */
+static void exchange_admission_and_the_stop(void)
 {
     struct fixture f;
-    struct exchange a, b, c;
-    struct config cfg = config_defaults;
-    cfg.workers = 1;
-    cfg.queue = 2;
-    route_table_init(&f.t, &cfg);
-    CHECK_INT(route_table_init_pool(&f.t, &cfg), 0);
-    f.st = stats_new(1, route_stats_count(&f.t));
-    timer_heap_init(&f.h, 1);
-    admitted_x = NULL;
-    begin(&a, &f, "GET", "/echo");
-    begin(&b, &f, "GET", "/echo");
-    begin(&c, &f, "GET", "/echo");
-    CHECK_INT(exchange_admit(&a, note_admit), EXCHANGE_GO);
-    CHECK_INT(a.state, EXCHANGE_ADMITTED);
-    CHECK_INT(exchange_admit(&b, note_admit), EXCHANGE_PARKED);
-    CHECK_INT(b.state, EXCHANGE_QUEUED);
-    CHECK_INT(exchange_admit(&c, note_admit), EXCHANGE_PARKED);
-    struct exchange d;
-    begin(&d, &f, "GET", "/echo");
-    CHECK_INT(exchange_admit(&d, note_admit), EXCHANGE_REFUSED);
-    CHECK_INT(d.state, EXCHANGE_READY);
+    struct exchange a, b, c, d, e;
+    pool_fixture(&f, 1, 2, 0, 4);
+    CHECK_INT(held(&a, &f, "/echo"), EXCHANGE_DO_ANSWER);
+    CHECK_INT(held(&b, &f, "/echo?delay=100"), EXCHANGE_DO_PARK);
+    CHECK_INT(held(&c, &f, "/echo"), EXCHANGE_DO_PARK);
+    CHECK_INT(held(&d, &f, "/echo"), EXCHANGE_DO_ANSWER);
     CHECK_INT(d.plan.status, 503);
+    CHECK(strstr(d.plan.body, "all 1 workers are busy") != NULL);
     exchange_answer(&d);
     exchange_end(&d, &f.h);
     exchange_answer(&a);
     CHECK(admitted_x == &b);
-    CHECK_INT(exchange_admitted(&b), EXCHANGE_GO);
-    CHECK_INT(b.state, EXCHANGE_ADMITTED);
-    /* The server stops: the one still queued is handed back flushed, and gets no answer. */
+    CHECK_INT(exchange_next(&b), EXCHANGE_DO_HOLD); /* its worker: suspend again, then wait */
+    CHECK_INT(exchange_hold(&b, &f.h), EXCHANGE_DO_WAIT);
+    CHECK(timer_heap_peek(&f.h) == &b.timer);
+    /* The server stops: the one still queued is handed back, and so is any later one. */
     admitted_x = NULL;
     route_table_flush(&f.t);
     CHECK(admitted_x == &c);
-    CHECK_INT(exchange_admitted(&c), EXCHANGE_REFUSED);
-    CHECK_INT(c.state, EXCHANGE_CANCELLED);
+    CHECK_INT(exchange_next(&c), EXCHANGE_DO_ANSWER);
+    check_stopping(&c, 0);
+    CHECK_INT(held(&e, &f, "/echo"), EXCHANGE_DO_ANSWER);
+    check_stopping(&e, 0);
+    struct pool_counts pc;
+    pool_counts_get(f.t.pool, &pc);
+    CHECK_U64(pc.rejected, 1); /* d alone: the stop is not a rejection */
     exchange_end(&a, &f.h);
+    exchange_end(&b, &f.h);
     exchange_end(&c, &f.h);
+    exchange_end(&e, &f.h);
+    route_table_cleanup(&f.t);
+    teardown(&f);
 
-    /* A drip's timer: sent on, or given up; pacing into a full heap cancels. */
-    b.plan.drip.chunks = 2;
-    b.plan.drip.over_us = 100000;
+    /* --overflow reset: the refused request is reset. */
+    pool_fixture(&f, 1, 0, 1, 4);
+    CHECK_INT(held(&a, &f, "/echo"), EXCHANGE_DO_ANSWER);
+    CHECK_INT(held(&b, &f, "/echo"), EXCHANGE_DO_RESET);
+    CHECK_INT(exchange_next(&b), EXCHANGE_DO_RESET);
+    exchange_end(&b, &f.h);
+    exchange_answer(&a);
+    exchange_end(&a, &f.h);
+    route_table_cleanup(&f.t);
+    teardown(&f);
+}
+
+/* A paced body's timer: sent on, or closed when the server gives up on it; pacing into a full
+ * heap closes. */
+static void exchange_paced_body_timer(void)
+{
+    struct fixture f;
+    struct exchange b;
+    setup(&f, 1);
+    begin(&b, &f, "GET", "/echo?drip=2,100ms");
+    CHECK_INT(exchange_next(&b), EXCHANGE_DO_ANSWER);
+    CHECK_INT(exchange_paced(&b), 1);
     exchange_answer(&b);
-    CHECK_INT(exchange_pace(&b, &f.h, b.sent_us + 50000), 0);
-    CHECK_INT(b.state, EXCHANGE_SENDING);
+    CHECK_INT(exchange_pace(&b, &f.h, b.sent_us + 50000), EXCHANGE_DO_WAIT);
     struct timer_node *n = timer_heap_pop_due(&f.h, b.sent_us + 50000);
     CHECK(n == &b.timer);
-    exchange_fire(&b, 1, 0);
-    CHECK_INT(b.state, EXCHANGE_SENDING);
-    exchange_fire(&b, 0, 1);
-    CHECK_INT(b.state, EXCHANGE_CANCELLED);
+    CHECK_INT(exchange_on_timer(&b, 1, 0), EXCHANGE_DO_SEND); /* HTTP/1 looks only when idle */
+    CHECK_INT(exchange_next(&b), EXCHANGE_DO_DONE);
+    CHECK_INT(exchange_on_timer(&b, 0, 1), EXCHANGE_DO_CLOSE);
+    CHECK_INT(exchange_next(&b), EXCHANGE_DO_CLOSE);
+    exchange_end(&b, &f.h);
+    begin(&b, &f, "GET", "/echo?drip=2,100ms");
+    exchange_next(&b);
+    exchange_answer(&b);
     struct timer_node filler = {0};
     CHECK_INT(timer_heap_push(&f.h, &filler), 0);
-    CHECK_INT(exchange_pace(&b, &f.h, b.sent_us + 100000), -ENOSPC);
-    CHECK_INT(b.state, EXCHANGE_CANCELLED);
+    CHECK_INT(exchange_pace(&b, &f.h, b.sent_us + 100000), EXCHANGE_DO_CLOSE);
     timer_heap_cancel(&f.h, &filler);
     exchange_end(&b, &f.h);
-    route_table_cleanup(&f.t);
     teardown(&f);
 }
 
 int main(void)
 {
-    exchange_core_owns_every_state_change();
+    exchange_admission_and_the_stop();
+    exchange_paced_body_timer();
     exchange_answer_frees_the_worker();
     exchange_paces_drips_and_truncation();
     exchange_faults_are_not_cancels();
     exchange_delayed_answer_counts_once();
+    exchange_undelayed_answers_at_once();
+    exchange_uploads_through_the_core();
     exchange_client_gone_at_fire_is_a_cancel();
     exchange_end_while_waiting_removes_the_timer();
-    exchange_full_heap_cancels_instead_of_waiting();
+    exchange_give_up_answers_server_stopping();
+    exchange_full_heap_answers_503();
     exchange_sleep_reports_a_cut_sleep();
     return CHECK_DONE();
 }

@@ -14,8 +14,10 @@ static void service_reports_what_its_exchanges_did(void)
     delay_spec_fixed(&cfg.delay, 0);
     CHECK_INT(service_init(&svc, &cfg, 2, NULL), 0);
     struct route_request rq = {.method = "GET", .target = "/test", .target_len = 5};
-    exchange_begin(&x, &svc.routes, service_shard(&svc, 1), &rq);
-    CHECK_INT(exchange_admit(&x, NULL), EXCHANGE_GO);
+    CHECK_INT(exchange_on_head(&x, &svc.routes, service_shard(&svc, 1), &rq, NULL),
+              EXCHANGE_DO_READ);
+    CHECK_INT(exchange_next(&x), EXCHANGE_DO_HOLD); /* its worker */
+    CHECK_INT(exchange_hold(&x, NULL), EXCHANGE_DO_ANSWER);
     exchange_answer(&x);
     exchange_end(&x, NULL);
     char *json = service_report(&svc, PLAN_STATS);
