@@ -1,0 +1,169 @@
+/*
+ * The epoll model: the loop accepts connections itself and hands them to its daemons
+ * ("shards", see SHARD_CONNECTIONS), and waits in one epoll set on the daemons' epoll fds, its
+ * wake-up eventfd and its listening socket.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "mhd.h"
+#include "net.h"
+
+/* epoll model: adds fd to the loop's wait, reported as key k. */
+static int loop_watch(struct mhd_loop *loop, int fd, uint64_t k)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = k};
+    return epoll_ctl(loop->ep_fd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/* epoll model: starts the loop's next daemon, when the ones in use are full (the first at
+ * start-up, so that a bad TLS certificate is reported there), and adds its epoll fd to the
+ * loop's wait. */
+static int shard_open(struct mhd_loop *loop, char *err)
+{
+    struct mhd_shard *s = &loop->shards[loop->used];
+    int rc = mhd_start_daemon(s, loop->srv->cfg->max_connections, err);
+    if (rc != 0)
+        return rc;
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+    if (!di || loop_watch(loop, di->epoll_fd, loop->used) != 0) {
+        snprintf(err, CORE_ERR_LEN, "epoll: %s", strerror(errno));
+        MHD_stop_daemon(s->daemon);
+        s->daemon = NULL;
+        return -EMFILE;
+    }
+    loop->used++;
+    return 0;
+}
+
+/* epoll model: the loop waits on its daemons' epoll fds, its wake-up eventfd and its listening
+ * socket. */
+static int loop_epoll_init(struct mhd_loop *loop, char *err)
+{
+    loop->ep_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (loop->ep_fd < 0 || loop_watch(loop, loop->wake_fd, loop->nshards) != 0 ||
+        loop_watch(loop, loop->listen_fd, loop->nshards + 1) != 0) {
+        snprintf(err, CORE_ERR_LEN, "epoll: %s", strerror(errno));
+        return -EMFILE;
+    }
+    return shard_open(loop, err);
+}
+
+/* The shard for a new connection: the first with room, else a new one while there may be more,
+ * else the least loaded. */
+static struct mhd_shard *place(struct mhd_loop *loop)
+{
+    struct mhd_shard *best = &loop->shards[0];
+    size_t least = SIZE_MAX;
+    char err[CORE_ERR_LEN];
+    for (size_t i = 0; i < loop->used; i++) {
+        size_t c = atomic_load_explicit(&loop->shards[i].conns, memory_order_relaxed);
+        if (c < SHARD_CONNECTIONS)
+            return &loop->shards[i];
+        if (c < least) {
+            least = c;
+            best = &loop->shards[i];
+        }
+    }
+    if (loop->used < loop->nshards) {
+        if (shard_open(loop, err) == 0)
+            return &loop->shards[loop->used - 1];
+        LOG(loop->srv->log, LOG_LEVEL_DEBUG, "no daemon added to loop %zu: %s", loop->index, err);
+    }
+    return best;
+}
+
+/* Accepts what is pending on the loop's socket and gives each connection to a shard (which
+ * applies --max-connections through the accept policy). Out of descriptors, the socket is left
+ * out of the loop's wait for a while (net_accept_starved). */
+static void accept_some(struct mhd_loop *loop, uint64_t now)
+{
+    for (int n = 0; n < NET_ACCEPT_BATCH; n++) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        int fd =
+            accept4(loop->listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            char msg[160];
+            if (net_accept_starved(errno, now, &loop->accept_warned, msg, sizeof msg)) {
+                if (msg[0])
+                    LOG(loop->srv->log, LOG_LEVEL_WARN, "%s", msg);
+                epoll_ctl(loop->ep_fd, EPOLL_CTL_DEL, loop->listen_fd, NULL);
+                loop->accept_paused_until = now + NET_ACCEPT_PAUSE_US;
+            }
+            return;
+        }
+        struct mhd_shard *s = place(loop);
+        /* On refusal libmicrohttpd has closed the socket already. */
+        MHD_add_connection(s->daemon, fd, (struct sockaddr *)&ss, len);
+        atomic_store_explicit(&s->due, 1, memory_order_relaxed);
+    }
+}
+
+/* epoll model: waits up to wait_us for the shards' sockets, libmicrohttpd's earliest timeout, a
+ * new connection or a wake-up, then runs the shards that have something to do. The loop's epoll
+ * set holds each daemon's epoll fd (readable while it has events; never epoll_wait()ed here,
+ * which would take MHD's edge-triggered events), the wake-up eventfd and the listening socket. */
+static void run_epoll(struct mhd_loop *loop, uint64_t wait_us)
+{
+    struct epoll_event ev[MAX_SHARDS + 2];
+    uint64_t now = timer_now_us();
+    if (loop->accept_paused_until) {
+        struct epoll_event lev = {.events = EPOLLIN, .data.u64 = loop->nshards + 1};
+        if (now >= loop->accept_paused_until) {
+            loop->accept_paused_until = 0;
+            if (loop->listen_fd >= 0)
+                epoll_ctl(loop->ep_fd, EPOLL_CTL_ADD, loop->listen_fd, &lev);
+        } else if (loop->accept_paused_until - now < wait_us) {
+            wait_us = loop->accept_paused_until - now;
+        }
+    }
+    for (size_t i = 0; i < loop->used; i++) {
+        uint64_t next = loop->shards[i].next_us;
+        /* A shard can be due already: a connection this thread resumed while MHD ran (a request
+         * admitted at once by --workers, say). MHD picks it up on its next run only, and an
+         * external-loop daemon has no channel that would wake this wait for it. */
+        if (next <= now || atomic_load_explicit(&loop->shards[i].due, memory_order_acquire))
+            wait_us = 0;
+        else if (next - now < wait_us)
+            wait_us = next - now;
+    }
+    int n = epoll_wait(loop->ep_fd, ev, (int)loop->nshards + 2, (int)((wait_us + 999) / 1000));
+    now = timer_now_us();
+    for (int i = 0; i < n; i++) {
+        uint64_t k = ev[i].data.u64;
+        if (k < loop->nshards)
+            atomic_store_explicit(&loop->shards[k].due, 1, memory_order_relaxed);
+        else if (k == loop->nshards)
+            mhd_drain_wake(loop);
+        else if (loop->listen_fd >= 0)
+            accept_some(loop, now);
+    }
+    for (size_t i = 0; i < loop->used; i++)
+        if (loop->shards[i].next_us <= now)
+            atomic_store_explicit(&loop->shards[i].due, 1, memory_order_relaxed);
+    mhd_run_shards(loop, 0);
+}
+
+/* Out of the set first: under socket activation the other loops hold dups of the socket, which
+ * would keep it registered here after a close. */
+static void quiesce_epoll(struct mhd_loop *loop)
+{
+    if (loop->listen_fd >= 0) {
+        epoll_ctl(loop->ep_fd, EPOLL_CTL_DEL, loop->listen_fd, NULL);
+        close(loop->listen_fd);
+    }
+    loop->listen_fd = -1;
+}
+
+/* The loop accepts and hands connections over (MHD_add_connection). */
+const struct mhd_backend mhd_backend_epoll = {
+    .flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET,
+    .open = loop_epoll_init,
+    .turn = run_epoll,
+    .quiesce = quiesce_epoll,
+};

@@ -1,0 +1,55 @@
+/*
+ * The select model: one daemon per loop, in external mode; the loop waits in select() on the
+ * daemon's sockets and its wake-up eventfd.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/select.h>
+
+#include "mhd.h"
+
+/* select model (one shard): waits up to wait_us for MHD's sockets or a wake-up, then lets MHD
+ * process what is ready. */
+static void run_select(struct mhd_loop *loop, uint64_t wait_us)
+{
+    struct MHD_Daemon *d = loop->shards[0].daemon;
+    MHD_UNSIGNED_LONG_LONG mhd_ms;
+    if (MHD_get_timeout(d, &mhd_ms) == MHD_YES && mhd_ms * 1000 < wait_us)
+        wait_us = mhd_ms * 1000;
+    /* Resumed by this thread during the last run (see run_epoll): run again without waiting. */
+    if (atomic_exchange_explicit(&loop->shards[0].due, 0, memory_order_acq_rel))
+        wait_us = 0;
+    fd_set rs, ws, es;
+    MHD_socket max = -1;
+    FD_ZERO(&rs);
+    FD_ZERO(&ws);
+    FD_ZERO(&es);
+    if (MHD_get_fdset(d, &rs, &ws, &es, &max) != MHD_YES) {
+        MHD_run(d);
+        return;
+    }
+    FD_SET(loop->wake_fd, &rs);
+    if (loop->wake_fd > max)
+        max = loop->wake_fd;
+    struct timeval tv = {(time_t)(wait_us / 1000000), (suseconds_t)(wait_us % 1000000)};
+    int n = select(max + 1, &rs, &ws, &es, &tv);
+    if (n < 0) {
+        MHD_run(d);
+        return;
+    }
+    int woken = FD_ISSET(loop->wake_fd, &rs);
+    if (woken)
+        mhd_drain_wake(loop);
+    MHD_run_from_select(d, &rs, &ws, &es);
+    /* A wake-up means a connection was resumed from another thread; MHD_run_from_select only
+     * handles the sockets select() reported, MHD_run also picks up resumed connections. */
+    if (woken)
+        MHD_run(d);
+}
+
+const struct mhd_backend mhd_backend_select = {
+    .flags = MHD_ALLOW_SUSPEND_RESUME,
+    .open = mhd_open_daemon,
+    .turn = run_select,
+    .quiesce = mhd_quiesce_daemon,
+};

@@ -1,0 +1,115 @@
+/*
+ * thread-per-connection: libmicrohttpd gives each connection a thread of its own, and that
+ * thread waits: for a worker of --workers, as a blocking server's accept queue would, and out
+ * the delay itself, which is the point of the model (suspend/resume hangs there in
+ * libmicrohttpd 0.9.75). No loop thread of ours runs; a thread sweeps for --header-timeout.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mhd.h"
+
+/* thread-per-connection: the connection's own thread waits out the delay. It wakes early only
+ * when the server gives up draining (hard stop). */
+int mhd_tpc_sleep(void *arg, uint64_t delay_us)
+{
+    struct app_server *srv = arg;
+    struct timespec ts;
+    int cut;
+    mhd_deadline_after(&ts, delay_us);
+    pthread_mutex_lock(&srv->sleep_lock);
+    while (!srv->hard_stop) {
+        if (pthread_cond_timedwait(&srv->sleep_cond, &srv->sleep_lock, &ts) == ETIMEDOUT)
+            break;
+    }
+    cut = srv->hard_stop;
+    pthread_mutex_unlock(&srv->sleep_lock);
+    return cut;
+}
+
+void mhd_tpc_wake(struct request *rq)
+{
+    struct app_server *srv = rq->shard->loop->srv;
+    pthread_mutex_lock(&srv->sleep_lock);
+    rq->woken = 1;
+    pthread_cond_broadcast(&srv->sleep_cond);
+    pthread_mutex_unlock(&srv->sleep_lock);
+}
+
+enum MHD_Result mhd_tpc_hold(struct request *rq,
+                             enum MHD_Result (*act)(struct request *rq, enum exchange_do d))
+{
+    struct app_server *srv = rq->shard->loop->srv;
+    enum exchange_do d = exchange_hold(&rq->x, NULL);
+    if (d == EXCHANGE_DO_PARK) {
+        pthread_mutex_lock(&srv->sleep_lock);
+        while (!rq->woken) /* handed back, or flushed when the server stops */
+            pthread_cond_wait(&srv->sleep_cond, &srv->sleep_lock);
+        pthread_mutex_unlock(&srv->sleep_lock);
+        d = exchange_next(&rq->x);
+        if (d == EXCHANGE_DO_HOLD)
+            d = exchange_hold(&rq->x, NULL);
+    }
+    if (d == EXCHANGE_DO_WAIT)
+        d = exchange_sleep(&rq->x, mhd_tpc_sleep, srv);
+    return act(rq, d);
+}
+
+/* How often the stop looks at what is left. */
+#define TPC_DRAIN_TICK_US (10 * 1000)
+
+/* libmicrohttpd runs the threads, so the drain (drain.h) is watched from the stopping thread.
+ * On giving up, parked threads are handed back first (they wait for that alone), then sleepers
+ * are cut: both answer "server stopping". */
+void mhd_tpc_drain(struct app_server *srv)
+{
+    struct mhd_loop *loop = &srv->loops[0];
+    if (!loop->shards[0].daemon)
+        return;
+    drain_init(&loop->drain, srv->cfg->grace_us);
+    for (;;) {
+        switch (drain_step(&loop->drain, 1, mhd_active_total(srv), timer_now_us())) {
+        case DRAIN_QUIESCE:
+            mhd_quiesce_daemon(loop);
+            break;
+        case DRAIN_GIVE_UP:
+            route_table_flush(&srv->svc.routes);
+            pthread_mutex_lock(&srv->sleep_lock);
+            srv->hard_stop = 1;
+            pthread_cond_broadcast(&srv->sleep_cond);
+            pthread_mutex_unlock(&srv->sleep_lock);
+            break;
+        case DRAIN_DONE:
+            return;
+        default:
+            break;
+        }
+        uint64_t us = drain_wait_us(&loop->drain, timer_now_us(), TPC_DRAIN_TICK_US);
+        struct timespec ts = {0, (long)us * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int tpc_open(struct mhd_loop *loop, char *err)
+{
+    int rc = mhd_open_daemon(loop, err);
+    if (rc == 0 && loop->srv->cfg->header_timeout_us) {
+        rc = -pthread_create(&loop->watch_thread, NULL, mhd_watch_main, loop);
+        if (rc != 0)
+            snprintf(err, CORE_ERR_LEN, "pthread_create: %s", strerror(-rc));
+        loop->watch_started = rc == 0;
+    }
+    return rc;
+}
+
+/* ITC lets MHD_quiesce_daemon wake the listening thread. */
+const struct mhd_backend mhd_backend_tpc = {
+    .flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+             MHD_USE_ITC,
+    .open = tpc_open,
+    .turn = NULL,
+    .quiesce = mhd_quiesce_daemon,
+};

@@ -1,0 +1,197 @@
+/*
+ * The libmicrohttpd engine's own declarations, shared by its files:
+ *
+ *   request.c         libmicrohttpd's request callbacks, turned into core events (exchange.h),
+ *                     and the core's actions carried out
+ *   conns.c           connections: --max-connections, and the --header-timeout watcher
+ *   loop.c            a loop's life: timers, turns of its backend, the drain (drain.h)
+ *   backend_epoll.c   the thread models, one backend each: how a loop waits and runs
+ *   backend_select.c    libmicrohttpd
+ *   backend_poll.c
+ *   backend_tpc.c
+ *   server.c          start and stop, the daemons' options, the engine table
+ */
+#ifndef SLOWSRV_MHD_H
+#define SLOWSRV_MHD_H
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "../app.h"
+#include "drain.h"
+#include "exchange.h"
+#include "service.h"
+#include "timer.h"
+
+/* Longest wait in a loop turn, so a stop request is noticed promptly. */
+#define LOOP_TICK_US (100 * 1000)
+/* libmicrohttpd 0.9.75 walks every suspended connection of a daemon each time it resumes one
+ * (resume_suspended_connections): at 10 000 waiting connections that walk was over a third of
+ * slowsrv's CPU. An epoll loop therefore accepts its connections itself and hands them to
+ * several daemons ("shards"), filling each up to SHARD_CONNECTIONS before starting the next, and
+ * runs only the shards with socket events or resumed connections: up to 128 connections are one
+ * daemon, as before; 10 000 on one loop are 79. */
+#define SHARD_CONNECTIONS 128
+#define MAX_SHARDS 160
+
+struct mhd_loop;
+
+/* One libmicrohttpd daemon of a loop; the callbacks' closure. */
+struct mhd_shard {
+    struct mhd_loop *loop;
+    struct MHD_Daemon *daemon;
+    atomic_int due;      /* a connection was resumed: the daemon must run */
+    atomic_size_t conns; /* its connections */
+    uint64_t next_us;    /* epoll model: when libmicrohttpd asked to run next (its timeouts) */
+};
+
+struct request {
+    struct exchange x; /* first member: a popped timer node leads back to the request */
+    struct MHD_Connection *conn;
+    struct mhd_shard *shard; /* the daemon of the connection, and through it the loop */
+    int started;             /* exchange_on_head ran */
+    int answered_early;      /* an upload error was written to the socket mid-body (answer_early) */
+    int woken;               /* thread-per-connection: handed back by the worker pool; sleep_lock */
+    char *raw_uri; /* the target as received, query included: kept for the access log only */
+};
+
+/* What slowsrv keeps of a connection (its socket context): libmicrohttpd has no header-read
+ * timeout of its own (its timeout is for silence, which a slowloris never is), so each loop
+ * keeps its connections in a list that it sweeps for overdue header blocks. */
+struct conn_watch {
+    struct conn_watch *prev, *next;
+    int fd;
+    _Atomic uint64_t deadline; /* headers due by then (timer_now_us); 0 while none are read */
+    unsigned requests;         /* begun on this connection */
+    size_t target_bytes;       /* the current request's target, query included */
+};
+
+struct mhd_loop {
+    struct app_server *srv;
+    size_t index;
+    struct mhd_shard *shards; /* one unless the epoll model */
+    size_t nshards;
+    size_t used;   /* shards whose daemon runs: shards[0..used) */
+    int listen_fd; /* given to the daemon, except in the epoll model where the loop accepts */
+    int ep_fd;     /* epoll model: the shards' epoll fds, wake_fd and listen_fd */
+    uint64_t accept_paused_until; /* epoll model: out of descriptors, listen_fd left out */
+    uint64_t accept_warned;
+    pthread_t thread;
+    int thread_started;
+    struct timer_heap timers;
+    /* poll model only: MHD runs its own thread, so the heap is shared with it under `lock`, and
+     * this loop's thread only fires timers, waiting on `wake` until the earliest deadline. */
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    /* epoll and select models: an eventfd that other threads write to wake this loop (MHD drops
+     * its own inter-thread channel in external mode, so a cross-thread resume alone would wait
+     * for the loop's next tick). */
+    int wake_fd;
+    struct stats_shard *shard;
+    atomic_size_t active; /* requests begun and not completed */
+    struct drain drain;   /* its stop (drain.h) */
+    struct MHD_Response *cache[ROUTE_MAX];
+    /* Connections, for --header-timeout: added and removed by libmicrohttpd's callbacks, swept
+     * by the loop's thread (thread-per-connection: a thread of its own). */
+    pthread_mutex_t watch_lock;
+    struct conn_watch *watched;
+    uint64_t next_sweep;
+    pthread_t watch_thread; /* thread-per-connection only */
+    int watch_started;
+};
+
+struct app_server {
+    const struct config *cfg;
+    const struct log *log;
+    struct service svc; /* routes, worker pool, counters */
+    unsigned port;
+    const struct mhd_backend *backend; /* the thread model's */
+    int tpc;                           /* thread-per-connection model */
+    int internal; /* poll model: MHD polls in its own thread; ours only fires timers */
+    size_t nloops;
+    struct mhd_loop *loops;
+    atomic_int stopping;
+    /* thread-per-connection: sleeping handlers wait on this until their deadline or hard_stop */
+    pthread_mutex_t sleep_lock;
+    pthread_cond_t sleep_cond;
+    int hard_stop;
+    char *tls_cert; /* PEM text, when serving HTTPS */
+    char *tls_key;
+};
+
+/* A thread model: how a loop waits for work and runs libmicrohttpd. */
+struct mhd_backend {
+    unsigned flags; /* the libmicrohttpd daemon flags of the model */
+    /* Starts the loop's daemon(s); returns 0, or a negative errno with err (CORE_ERR_LEN). */
+    int (*open)(struct mhd_loop *loop, char *err);
+    /* Waits up to wait_us for work (sockets, resumed connections, a wake-up), and runs it. NULL:
+     * the model has no loop thread of ours (thread-per-connection). */
+    void (*turn)(struct mhd_loop *loop, uint64_t wait_us);
+    /* Stops accepting. */
+    void (*quiesce)(struct mhd_loop *loop);
+};
+
+extern const struct mhd_backend mhd_backend_epoll, mhd_backend_poll, mhd_backend_select,
+    mhd_backend_tpc;
+
+/* request.c */
+enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                               const char *method, const char *version, const char *upload_data,
+                               size_t *upload_data_size, void **req_cls);
+void *mhd_on_uri(void *cls, const char *uri, struct MHD_Connection *conn);
+void mhd_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                      enum MHD_RequestTerminationCode toe);
+/* Every resume goes through here, so that the loop knows which daemon to run. Returns its loop. */
+struct mhd_loop *mhd_resume(struct request *rq);
+/* Builds the default answer of every route once per loop; the hot path then only queues it. */
+int mhd_build_cache(struct app_server *srv, struct MHD_Response **cache);
+void mhd_free_cache(struct MHD_Response **cache, size_t n);
+/* The poll model shares the heap with libmicrohttpd's thread: these lock it (others: no-op). */
+void mhd_loop_lock(struct mhd_loop *loop);
+void mhd_loop_unlock(struct mhd_loop *loop);
+/* Wakes a loop's wait from another thread (epoll and select models). */
+void mhd_wake_loop(struct mhd_loop *loop);
+
+/* conns.c */
+enum MHD_Result mhd_on_accept_policy(void *cls, const struct sockaddr *addr, socklen_t len);
+void mhd_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                       enum MHD_ConnectionNotificationCode toe);
+/* The connection's record, or NULL. */
+struct conn_watch *mhd_watch_of(struct MHD_Connection *conn);
+/* Its headers are due from now (--header-timeout), unless they are due already. */
+void mhd_watch_arm(struct mhd_loop *loop, struct conn_watch *w);
+/* Shuts down the connections whose headers are overdue; every so often, not each call. */
+void mhd_watch_sweep(struct mhd_loop *loop, uint64_t now);
+/* thread-per-connection: a thread that sweeps, as no loop of ours runs. */
+void *mhd_watch_main(void *arg);
+
+/* loop.c */
+void *mhd_loop_main(void *arg);
+/* Runs the shards that are due (or all of them), and notes when each asks to run next. */
+void mhd_run_shards(struct mhd_loop *loop, int all);
+/* Empties the loop's wake-up eventfd. */
+void mhd_drain_wake(struct mhd_loop *loop);
+/* Starts one libmicrohttpd daemon for `shard` with its model's flags (server.c). */
+int mhd_start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err);
+/* The absolute CLOCK_MONOTONIC time `us` from now, for timed waits. */
+void mhd_deadline_after(struct timespec *ts, uint64_t us);
+/* Requests begun and not ended, over every loop. */
+size_t mhd_active_total(struct app_server *srv);
+/* select, poll and thread-per-connection: stop the one daemon accepting. */
+void mhd_quiesce_daemon(struct mhd_loop *loop);
+/* select and poll: the loop's one daemon. */
+int mhd_open_daemon(struct mhd_loop *loop, char *err);
+
+/* backend_tpc.c: thread-per-connection waits in the connection's own thread. */
+enum MHD_Result mhd_tpc_hold(struct request *rq,
+                             enum MHD_Result (*act)(struct request *rq, enum exchange_do d));
+/* Sleeps delay_us, or less if the server gives up draining; returns 1 if cut short. */
+int mhd_tpc_sleep(void *srv, uint64_t delay_us);
+/* A parked request was handed back (on_admit). */
+void mhd_tpc_wake(struct request *rq);
+/* The stop: drain, then give up. */
+void mhd_tpc_drain(struct app_server *srv);
+
+#endif

@@ -1,0 +1,398 @@
+/*
+ * libmicrohttpd's request callbacks, turned into core events (exchange.h), and the core's
+ * actions carried out: answer, hold (suspend), reset, close.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "mhd.h"
+#include "net.h"
+
+void mhd_loop_lock(struct mhd_loop *loop)
+{
+    if (loop->srv->internal)
+        pthread_mutex_lock(&loop->lock);
+}
+
+void mhd_loop_unlock(struct mhd_loop *loop)
+{
+    if (loop->srv->internal)
+        pthread_mutex_unlock(&loop->lock);
+}
+
+/* Every resume goes through here, so that the loop knows which daemon to run. Any thread; once
+ * resumed, the request may be answered and freed by the thread running MHD (poll model, or a
+ * resume from another thread), so nothing of it is read after. Returns its loop. */
+struct mhd_loop *mhd_resume(struct request *rq)
+{
+    struct mhd_shard *shard = rq->shard;
+    MHD_resume_connection(rq->conn);
+    atomic_store_explicit(&shard->due, 1, memory_order_release);
+    return shard->loop;
+}
+
+static void add_plan_headers(struct MHD_Response *resp, const struct plan *p)
+{
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, p->content_type);
+    if (p->timing)
+        MHD_add_response_header(resp, "Server-Timing", p->timing);
+    if (p->allow)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, p->allow);
+    for (size_t i = 0; i < p->nheaders; i++)
+        MHD_add_response_header(resp, p->headers[i].name, p->headers[i].value);
+}
+
+static struct MHD_Response *build_response(const struct plan *p)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        p->body_len, (void *)(uintptr_t)p->body, MHD_RESPMEM_MUST_COPY);
+    if (resp)
+        add_plan_headers(resp, p);
+    return resp;
+}
+
+/* Builds the default answer of every route once per loop; the hot path then only queues it. */
+int mhd_build_cache(struct app_server *srv, struct MHD_Response **cache)
+{
+    for (size_t i = 0; i < srv->svc.routes.count; i++) {
+        struct plan p;
+        cache[i] = NULL;
+        if (route_cached_plan(&srv->svc.routes, i, &p) != 0)
+            continue;
+        /* The body is the route table's static text: persistent, no copy. */
+        cache[i] = MHD_create_response_from_buffer(p.body_len, (void *)(uintptr_t)p.body,
+                                                   MHD_RESPMEM_PERSISTENT);
+        if (!cache[i])
+            return -ENOMEM;
+        add_plan_headers(cache[i], &p);
+    }
+    return 0;
+}
+
+void mhd_free_cache(struct MHD_Response **cache, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (cache[i])
+            MHD_destroy_response(cache[i]);
+        cache[i] = NULL;
+    }
+}
+
+static struct MHD_Response *report_response(struct app_server *srv, const struct plan *p)
+{
+    char *text = service_report(&srv->svc, p->action);
+    if (!text)
+        return NULL;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(text);
+        return NULL;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, p->content_type);
+    return resp;
+}
+
+/* --overflow reset and ?fault=reset: the client sees a reset, not an answer (libmicrohttpd would
+ * shut the socket down before closing it, and the client read an end of stream first). */
+static enum MHD_Result reset(struct request *rq)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci)
+        net_reset(ci->connect_fd);
+    return MHD_NO;
+}
+
+/* A timer was queued for rq: the poll model's timer thread must wake if it is now the earliest.
+ * Called with the loop lock held. */
+static void timer_queued(struct mhd_loop *loop, struct request *rq)
+{
+    if (loop->srv->internal && timer_heap_peek(&loop->timers) == &rq->x.timer)
+        pthread_cond_signal(&loop->wake);
+}
+
+/* Content reader of a paced body (?drip=, ?fault=truncate). Between chunks the connection is
+ * suspended and its timer queued, as for a delay; thread-per-connection sleeps instead. */
+static ssize_t read_paced(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct request *rq = cls;
+    struct mhd_loop *loop = rq->shard->loop;
+    struct app_server *srv = loop->srv;
+    size_t len;
+    uint64_t due, now;
+    for (;;) {
+        if (exchange_next(&rq->x) == EXCHANGE_DO_CLOSE)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        now = timer_now_us();
+        switch (exchange_body_take(&rq->x, now, pos, max, &len, &due)) {
+        case EXCHANGE_BODY_SEND:
+            memcpy(buf, rq->x.plan.body + pos, len);
+            return (ssize_t)len;
+        case EXCHANGE_BODY_DONE:
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        case EXCHANGE_BODY_CUT:
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        case EXCHANGE_BODY_WAIT:
+            break;
+        }
+        if (!srv->tpc)
+            break;
+        exchange_pace(&rq->x, NULL, due);
+        exchange_on_timer(&rq->x, 0, mhd_tpc_sleep(srv, due - now));
+    }
+    MHD_suspend_connection(rq->conn);
+    mhd_loop_lock(loop);
+    enum exchange_do d = exchange_pace(&rq->x, &loop->timers, due);
+    if (d == EXCHANGE_DO_WAIT)
+        timer_queued(loop, rq);
+    mhd_loop_unlock(loop);
+    if (d != EXCHANGE_DO_WAIT)
+        mhd_resume(rq); /* CLOSE: the reader then ends the body with an error */
+    return 0;
+}
+
+static enum MHD_Result respond(struct request *rq)
+{
+    struct MHD_Response *resp = NULL;
+    int fresh = 0;
+    if (exchange_paced(&rq->x)) {
+        resp =
+            MHD_create_response_from_callback(rq->x.plan.body_len, 16 * 1024, read_paced, rq, NULL);
+        if (resp)
+            add_plan_headers(resp, &rq->x.plan);
+        fresh = 1;
+    } else if (rq->x.plan.action == PLAN_STATS || rq->x.plan.action == PLAN_METRICS) {
+        resp = report_response(rq->shard->loop->srv, &rq->x.plan);
+        if (!resp)
+            return MHD_NO;
+        fresh = 1;
+    } else if (rq->x.plan.cacheable && rq->x.plan.route && !rq->x.plan.close) {
+        resp = rq->shard->loop->cache[rq->x.plan.route_id];
+    }
+    if (!resp) {
+        resp = build_response(&rq->x.plan);
+        fresh = 1;
+    }
+    if (!resp)
+        return MHD_NO;
+    /* --max-requests, or the server stopping: the last answer on this connection; pipelined
+     * requests after it are dropped with the connection. */
+    if (rq->x.plan.close)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result ret = MHD_queue_response(rq->conn, rq->x.plan.status, resp);
+    if (fresh)
+        MHD_destroy_response(resp);
+    if (ret == MHD_YES)
+        exchange_answer(&rq->x);
+    return ret;
+}
+
+void mhd_wake_loop(struct mhd_loop *loop)
+{
+    uint64_t one = 1;
+    if (loop->wake_fd >= 0 && write(loop->wake_fd, &one, sizeof one) < 0)
+        LOG(loop->srv->log, LOG_LEVEL_WARN, "cannot wake loop %zu: %s", loop->index,
+            strerror(errno));
+}
+
+/* A parked request got its worker (or the server is stopping): hand it back to its connection,
+ * which asks the core what follows (exchange_next). Runs on any thread, under the pool's lock. */
+static void on_admit(struct pool_entry *e)
+{
+    struct request *rq = (struct request *)(void *)exchange_of_entry(e);
+    if (rq->shard->loop->srv->tpc)
+        mhd_tpc_wake(rq);
+    else
+        mhd_wake_loop(mhd_resume(rq));
+}
+
+static enum MHD_Result act(struct request *rq, enum exchange_do d);
+
+/* Event-loop models: the connection is suspended before the request enters the pool or the
+ * heap, so that an admission or a timer on another thread never resumes a connection that is not
+ * suspended yet. What is answered at once resumes it, and runs again (exchange_next). */
+static enum MHD_Result hold(struct request *rq)
+{
+    struct mhd_loop *loop = rq->shard->loop;
+    if (loop->srv->tpc)
+        return mhd_tpc_hold(rq, act);
+    MHD_suspend_connection(rq->conn);
+    mhd_loop_lock(loop);
+    enum exchange_do d = exchange_hold(&rq->x, &loop->timers);
+    if (d == EXCHANGE_DO_WAIT)
+        timer_queued(loop, rq);
+    mhd_loop_unlock(loop);
+    if (d != EXCHANGE_DO_WAIT && d != EXCHANGE_DO_PARK)
+        mhd_resume(rq);
+    return MHD_YES;
+}
+
+/* Carries out what the core said. */
+static enum MHD_Result act(struct request *rq, enum exchange_do d)
+{
+    switch (d) {
+    case EXCHANGE_DO_HOLD:
+        return hold(rq);
+    case EXCHANGE_DO_ANSWER:
+        return respond(rq);
+    case EXCHANGE_DO_RESET:
+        return reset(rq);
+    case EXCHANGE_DO_CLOSE:
+    case EXCHANGE_DO_DROP:
+        return MHD_NO;
+    case EXCHANGE_DO_READ:
+    case EXCHANGE_DO_WAIT:
+    case EXCHANGE_DO_PARK:
+    case EXCHANGE_DO_SEND:
+    case EXCHANGE_DO_DONE:
+        break;
+    }
+    return MHD_YES;
+}
+
+static long on_lookup(void *ctx, enum route_input kind, const char *name, char *buf, size_t len)
+{
+    const char *v = MHD_lookup_connection_value(
+        ctx, kind == ROUTE_QUERY ? MHD_GET_ARGUMENT_KIND : MHD_HEADER_KIND, name);
+    return v ? route_value_copy(v, strlen(v), buf, len) : -1;
+}
+
+/* libmicrohttpd 0.9.75 cannot queue an answer while it receives a body (only before it, or after
+ * it). An upload error found mid-body (over --max-body without Content-Length, malformed
+ * multipart) is therefore written straight to the socket, on a cleartext connection, with
+ * Connection: close: the client learns it when it happens (libcurl then stops sending), the rest
+ * of the body is read and dropped, and the connection is closed at its end. Over TLS the answer
+ * waits for the end of the body. Returns 0, or -1 if the connection must close now (a partial
+ * write). */
+static int answer_early(struct request *rq)
+{
+    const struct plan *p = &rq->x.plan;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    char head[256];
+    if (rq->shard->loop->srv->tls_cert || !ci)
+        return 0;
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 %u %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                     "Connection: close\r\n\r\n",
+                     p->status, route_reason(p->status), p->content_type, p->body_len);
+    struct iovec iov[2] = {{head, (size_t)n}, {(void *)(uintptr_t)p->body, p->body_len}};
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+    ssize_t w = sendmsg(ci->connect_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w <= 0)
+        return 0; /* nothing written: answered at the end of the body after all */
+    rq->answered_early = 1;
+    exchange_answer(&rq->x);
+    return (size_t)w == (size_t)n + p->body_len ? 0 : -1;
+}
+
+/* Size of the request's header block, for --max-header-size: libmicrohttpd's size of the whole
+ * head less the request line ("METHOD TARGET VERSION\r\n") and the blank line that ends it. */
+static size_t header_bytes(struct MHD_Connection *conn, const char *method, size_t target,
+                           const char *version)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    size_t around = strlen(method) + target + strlen(version) + 4 + 2;
+    return ci && ci->header_size > around ? ci->header_size - around : 0;
+}
+
+/* The loop of a callback's closure (a shard). */
+static struct mhd_loop *loop_of(void *cls)
+{
+    return ((struct mhd_shard *)cls)->loop;
+}
+
+enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                               const char *method, const char *version, const char *upload_data,
+                               size_t *upload_data_size, void **req_cls)
+{
+    struct mhd_loop *loop = loop_of(cls);
+    struct request *rq = *req_cls;
+
+    if (!rq || !rq->started) {
+        if (!rq && !(rq = calloc(1, sizeof *rq)))
+            return MHD_NO;
+        rq->conn = conn;
+        rq->shard = cls;
+        rq->started = 1;
+        struct conn_watch *w = mhd_watch_of(conn);
+        if (w)
+            atomic_store_explicit(&w->deadline, 0, memory_order_relaxed);
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        struct route_request in = {
+            .method = method,
+            .target = url,
+            .target_len = strlen(url),
+            .lookup = on_lookup,
+            .ctx = conn,
+            .peer = ci ? ci->client_addr : NULL,
+            .raw_target = rq->raw_uri,
+            .header_bytes = header_bytes(conn, method, w ? w->target_bytes : strlen(url), version),
+            .target_bytes = w ? w->target_bytes : 0,
+            .last = w && service_request_on_connection(&loop->srv->svc, &w->requests)};
+        enum exchange_do d =
+            exchange_on_head(&rq->x, &loop->srv->svc.routes, loop->shard, &in, on_admit);
+        atomic_fetch_add_explicit(&loop->active, 1, memory_order_relaxed);
+        *req_cls = rq;
+        return act(rq, d);
+    }
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        enum exchange_do d = exchange_on_body(&rq->x, upload_data, n);
+        if (d == EXCHANGE_DO_ANSWER && answer_early(rq) != 0)
+            return MHD_NO;
+        return d == EXCHANGE_DO_CLOSE ? MHD_NO : MHD_YES;
+    }
+    /* An answer written around libmicrohttpd: the rest of the body was dropped, and the
+     * connection closes. */
+    if (rq->answered_early)
+        return MHD_NO;
+    return act(rq, exchange_next(&rq->x));
+}
+
+/* The request line is in. With an access log, keeps the target as received: libmicrohttpd hands
+ * the handler the path without its query. The record it returns becomes the request's. */
+void *mhd_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    struct mhd_loop *loop = loop_of(cls);
+    /* A later request on a kept-alive connection: its headers are due from its request line. */
+    struct conn_watch *w = mhd_watch_of(conn);
+    mhd_watch_arm(loop, w);
+    if (w)
+        w->target_bytes = strlen(uri);
+    if (!loop->srv->svc.routes.access)
+        return NULL;
+    struct request *rq = calloc(1, sizeof *rq);
+    if (rq)
+        rq->raw_uri = strndup(uri, 255);
+    return rq;
+}
+
+void mhd_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                      enum MHD_RequestTerminationCode toe)
+{
+    struct mhd_loop *loop = loop_of(cls);
+    struct request *rq = *req_cls;
+    (void)conn;
+    (void)toe;
+    if (!rq)
+        return;
+    if (rq->started) {
+        mhd_loop_lock(loop);
+        exchange_end(&rq->x, &loop->timers);
+        mhd_loop_unlock(loop);
+        atomic_fetch_sub_explicit(&loop->active, 1, memory_order_relaxed);
+    }
+    free(rq->raw_uri);
+    free(rq);
+    *req_cls = NULL;
+}
