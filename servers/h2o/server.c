@@ -18,6 +18,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "drain.h"
 #include "exchange.h"
 #include "service.h"
 #include "route.h"
@@ -70,10 +71,8 @@ struct h2s_loop {
     struct pool_entry *inbox;
     struct timer_heap timers;
     struct stats_shard *shard;
-    size_t active; /* requests begun and not disposed; loop thread only */
-    int draining;
-    int given_up; /* --grace is over: what waits is answered "server stopping" at once */
-    uint64_t drain_until;
+    size_t active;      /* requests begun and not disposed; loop thread only */
+    struct drain drain; /* its stop (drain.h) */
 };
 
 struct app_server {
@@ -310,7 +309,7 @@ static void on_timer(h2o_socket_t *sock, const char *err)
     if (read(loop->timer_fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
         LOG(loop->srv->log, LOG_LEVEL_WARN, "timerfd read: %s", strerror(errno));
     loop->armed_us = 0;
-    fire_due(loop, loop->given_up ? UINT64_MAX : timer_now_us(), loop->given_up);
+    fire_due(loop, timer_now_us(), 0);
     arm_timer(loop);
 }
 
@@ -522,19 +521,16 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     }
 }
 
-static void begin_drain(struct h2s_loop *loop)
+/* Stops accepting. */
+static void quiesce(struct h2s_loop *loop)
 {
-    if (loop->draining)
+    if (!loop->listener)
         return;
-    loop->draining = 1;
-    loop->drain_until = timer_now_us() + loop->srv->cfg->grace_us;
-    if (loop->listener) {
-        if (h2o_timeout_is_linked(&loop->accept_resume))
-            h2o_timeout_unlink(&loop->accept_resume);
-        h2o_socket_read_stop(loop->listener);
-        h2o_socket_close(loop->listener);
-        loop->listener = NULL;
-    }
+    if (h2o_timeout_is_linked(&loop->accept_resume))
+        h2o_timeout_unlink(&loop->accept_resume);
+    h2o_socket_read_stop(loop->listener);
+    h2o_socket_close(loop->listener);
+    loop->listener = NULL;
 }
 
 static void on_wake(h2o_socket_t *sock, const char *err)
@@ -544,9 +540,8 @@ static void on_wake(h2o_socket_t *sock, const char *err)
     (void)err;
     if (read(loop->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
         return;
+    /* Handed back by the pool; a stop is seen by the loop after this turn. */
     take_inbox(loop);
-    if (atomic_load(&loop->srv->stopping))
-        begin_drain(loop);
 }
 
 static int conns_open(h2o_context_t *ctx)
@@ -554,26 +549,55 @@ static int conns_open(h2o_context_t *ctx)
     return !h2o_linklist_is_empty(&ctx->http1._conns) || !h2o_linklist_is_empty(&ctx->http2._conns);
 }
 
-static void run_until(struct h2s_loop *loop, int (*done)(struct h2s_loop *))
+/* One turn of libh2o's loop, waiting up to wait_ms; 0, or -1 on a loop error. */
+static int turn(struct h2s_loop *loop, uint64_t wait_ms)
 {
-    while (!done(loop)) {
-        if (h2o_evloop_run(loop->evloop, loop->draining ? DRAIN_TICK_MS : INT32_MAX) != 0 &&
-            errno != EINTR) {
-            LOG(loop->srv->log, LOG_LEVEL_ERROR, "event loop: %s", strerror(errno));
+    if (h2o_evloop_run(loop->evloop, (int32_t)(wait_ms < INT32_MAX ? wait_ms : INT32_MAX)) != 0 &&
+        errno != EINTR) {
+        LOG(loop->srv->log, LOG_LEVEL_ERROR, "event loop: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Serves until the stop is over (drain.h). On giving up, parked requests of every loop are
+ * handed back (harmless if another loop did it) and what waits is answered "server stopping",
+ * then and on every turn after; HTTP/1 keep-alive connections and HTTP/2 sessions are asked to
+ * close. */
+static void serve(struct h2s_loop *loop)
+{
+    struct app_server *srv = loop->srv;
+    drain_init(&loop->drain, srv->cfg->grace_us);
+    for (;;) {
+        uint64_t now = timer_now_us();
+        int stopping = atomic_load(&srv->stopping);
+        switch (drain_step(&loop->drain, stopping, loop->active, now)) {
+        case DRAIN_SERVE:
+            break;
+        case DRAIN_QUIESCE:
+            quiesce(loop);
+            break;
+        case DRAIN_GIVE_UP:
+            route_table_flush(&srv->svc.routes);
+            take_inbox(loop);
+            h2o_context_request_shutdown(&loop->ctx);
+            /* fall through */
+        case DRAIN_FINISH:
+            fire_due(loop, UINT64_MAX, 1);
+            break;
+        case DRAIN_RUN:
+            break;
+        case DRAIN_DONE:
             return;
         }
+        uint64_t wait_us = stopping ? DRAIN_TICK_MS * 1000 : UINT64_MAX;
+        if (turn(loop, drain_wait_us(&loop->drain, timer_now_us(), wait_us) / 1000) != 0)
+            return;
     }
 }
 
-static int drained(struct h2s_loop *loop)
-{
-    return loop->draining && (loop->active == 0 || timer_now_us() >= loop->drain_until);
-}
-
-static int closed(struct h2s_loop *loop)
-{
-    return !conns_open(&loop->ctx) || timer_now_us() >= loop->drain_until;
-}
+/* Idle connections closing after the stop: at most this long. */
+#define CLOSE_WAIT_US (1000 * 1000)
 
 /* Releases the loop in its own thread, as libh2o's buffer caches are per thread. A context
  * with connections still open (after the extra second) is left as it is: disposing it would
@@ -634,18 +658,11 @@ static void *loop_main(void *arg)
     h2o_socket_read_start(loop->wake_sock, on_wake);
     atomic_fetch_add(&srv->ready, 1);
 
-    run_until(loop, drained);
-    /* --grace is over, or nothing is left. Parked requests of every loop are handed back (to be
-     * answered "server stopping"; harmless if another loop did it), and what still waits is
-     * answered the same, now and (given_up) from then on; then idle keep-alive connections and
-     * HTTP/2 sessions are asked to close, for at most one more second. */
-    route_table_flush(&srv->svc.routes);
-    take_inbox(loop);
-    loop->given_up = 1;
-    fire_due(loop, UINT64_MAX, 1);
-    h2o_context_request_shutdown(&loop->ctx);
-    loop->drain_until = timer_now_us() + 1000000;
-    run_until(loop, closed);
+    serve(loop);
+    /* Idle keep-alive connections and HTTP/2 sessions, asked to close, get one more second. */
+    uint64_t until = timer_now_us() + CLOSE_WAIT_US;
+    while (conns_open(&loop->ctx) && timer_now_us() < until && turn(loop, DRAIN_TICK_MS) == 0)
+        ;
     teardown(loop);
     return NULL;
 }

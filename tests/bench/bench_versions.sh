@@ -463,7 +463,7 @@ describe() { # dir -> "git REV (+ N uncommitted source changes)" of the tree hol
     echo "- host: nproc=$ncpu, $(uname -srm), fd limit $(ulimit -n); load average before the summary: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- tools: $wrk_v; $h2load_v"
     for v in old new; do
-        echo "- ${v}: \`${DIR[$v]}\` ($(describe "${DIR[$v]}"))"
+        echo "- ${v}: \`${DIR[$v]}\` (its source tree now, not necessarily at build time: $(describe "${DIR[$v]}"))"
         for b in $BINARIES; do
             echo "  - $b: $("${DIR[$v]}/$b" --version 2>&1 | head -1), built $(date -r "${DIR[$v]}/$b" -Is), sha256 $(sha256sum "${DIR[$v]}/$b" | cut -c1-12); ${BANNER[$v.$b]:-}"
         done
@@ -515,8 +515,8 @@ def row(name, binary, scen, size, f, nd=0, ratios=True):
     o, n = vals("old", binary, scen, size, f), vals("new", binary, scen, size, f)
     if not o and not n: return
     a, b = med(o), med(n)
-    print(f"| {name} | {fmt(a, nd)} | {fmt(b, nd)} | {ratio(b, a) if ratios else ''} | "
-          f"{spread(o) if ratios else ''} / {spread(n) if ratios else ''} |")
+    sp = f"{spread(o)} / {spread(n)}" if ratios else ""
+    print(f"| {name} | {fmt(a, nd)} | {fmt(b, nd)} | {ratio(b, a) if ratios else ''} | {sp} |")
 scens = {r["scenario"] for r in rows}
 for binary in binaries:
     if "echo" in scens:
