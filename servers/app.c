@@ -12,6 +12,11 @@
 
 extern char **environ;
 
+/* Most loops a server runs, whatever --threads says. */
+#define APP_MAX_LOOPS 1024
+/* The listen backlog of every listening socket. */
+#define APP_LISTEN_BACKLOG 4096
+
 static uint64_t random_seed(void)
 {
     uint64_t seed = 0;
@@ -20,13 +25,56 @@ static uint64_t random_seed(void)
     return seed;
 }
 
+/* The server skeleton, the same for every engine: the engine checks its part of the config, then
+ * the service and the listening sockets are made, then the engine starts its loops on them. On
+ * failure everything made is undone, err is filled and a negative errno returned (-EINVAL: a
+ * config error, -EADDRINUSE: the port is taken). */
+static int serve(const struct app_engine *engine, const struct config *cfg, const struct log *lg,
+                 int inherited, struct accesslog *al, struct app_server **srv, struct service *svc,
+                 unsigned *port, size_t *nloops, char *err, size_t errlen)
+{
+    *srv = NULL;
+    int rc = engine->prepare(srv, cfg, lg, err, errlen);
+    if (rc != 0) {
+        if (*srv)
+            engine->free(*srv);
+        return rc;
+    }
+    /* Thread-per-connection has no loops of ours: one listener, one daemon. */
+    *nloops = cfg->model == CONFIG_MODEL_THREAD_PER_CONNECTION ? 1 : cfg->threads;
+    if (*nloops > APP_MAX_LOOPS)
+        *nloops = APP_MAX_LOOPS;
+    int *fds = calloc(*nloops, sizeof *fds);
+    if (!fds || service_init(svc, cfg, *nloops, al) != 0) {
+        free(fds);
+        engine->free(*srv);
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    rc = net_open(cfg->bind, cfg->port, *nloops, APP_LISTEN_BACKLOG, inherited, fds, port, err,
+                  errlen);
+    if (rc == 0) {
+        struct app_base base = {cfg, lg, svc, *nloops, fds};
+        rc = engine->start(*srv, &base, err, errlen);
+    }
+    free(fds);
+    if (rc != 0) {
+        engine->free(*srv);
+        service_cleanup(svc);
+    }
+    return rc;
+}
+
 int app_main(int argc, char **argv, const struct app_engine *engine)
 {
     struct config cfg;
     enum config_action action;
     char err[CORE_ERR_LEN];
     struct log lg;
-    struct app_server *srv;
+    struct app_server *srv = NULL;
+    struct service svc;
+    unsigned port = 0;
+    size_t nloops = 0;
     sigset_t sigs;
     int sig;
 
@@ -84,7 +132,7 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
         al = &access;
     }
 
-    int rc = engine->start(&srv, &cfg, &lg, inherited, al, err, sizeof err);
+    int rc = serve(engine, &cfg, &lg, inherited, al, &srv, &svc, &port, &nloops, err, sizeof err);
     if (rc != 0) {
         fprintf(stderr, "%s: %s%s\n", engine->caps.program, err,
                 rc == -EADDRINUSE ? " (another server has it; pick another --port)" : "");
@@ -94,10 +142,9 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
         return rc == -EINVAL ? 2 : 1;
     }
     char url[300];
-    net_format_url(url, sizeof url, cfg.tls_cert[0] ? "https" : "http", cfg.bind,
-                   engine->port(srv));
+    net_format_url(url, sizeof url, cfg.tls_cert[0] ? "https" : "http", cfg.bind, port);
     fprintf(stderr, "%s %s listening on %s (engine=%s model=%s threads=%u)\n", engine->caps.program,
-            SLOWSRV_VERSION, url, engine->name, config_model_name(cfg.model), engine->threads(srv));
+            SLOWSRV_VERSION, url, engine->name, config_model_name(cfg.model), (unsigned)nloops);
     fflush(stderr);
     /* Type=notify units wait for this; a no-op when NOTIFY_SOCKET is unset. */
     sd_notifyf(0, "READY=1\nSTATUS=listening on %s", url);
@@ -117,6 +164,7 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
         (unsigned long long)(cfg.grace_us / 1000));
     engine->stop(srv);
     engine->free(srv);
+    service_cleanup(&svc);
     if (al)
         accesslog_close(al);
     config_cleanup(&cfg);

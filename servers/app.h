@@ -11,23 +11,39 @@
 #include "config.h"
 #include "log.h"
 #include "net.h"
+#include "service.h"
 
 /* The engine's server: each binary links one engine, which defines it; opaque to the app. */
 struct app_server;
 
-/* What an engine offers the app. Every call is made from the main thread. */
+/* What the app makes for the engine's start and keeps for the server's whole life: the
+ * configuration, the log, the service (routes, worker pool, counters, access log) and the
+ * listening sockets. The engine borrows all of it but the sockets, which it takes over. */
+struct app_base {
+    const struct config *cfg;
+    const struct log *log;
+    struct service *svc;
+    size_t nloops;   /* loops to run: --threads, or 1 for thread-per-connection */
+    int *listen_fds; /* nloops listening sockets (SO_REUSEPORT copies, or dups of systemd's) */
+};
+
+/* What an engine offers the app. Every call is made from the main thread, in this order:
+ * prepare, then (once the app has bound) start, then stop and free; or free alone after a
+ * failed prepare or start. */
 struct app_engine {
     struct config_engine caps;    /* its program name and models, for the options */
     const char *name;             /* "mhd", shown as engine=<name> */
     const char *(*library)(void); /* "libmicrohttpd 0.9.75" */
-    /* Listens (or takes `inherited`, a socket from systemd, when >= 0) and starts serving; on
-     * failure fills err (CORE_ERR_LEN) and returns a negative errno (-EADDRINUSE for a port in
-     * use, -EINVAL for a bad setting such as a TLS file). */
-    int (*start)(struct app_server **srv, const struct config *cfg, const struct log *lg,
-                 int inherited, struct accesslog *access, char *err, size_t errlen);
-    unsigned (*port)(const struct app_server *srv);
-    unsigned (*threads)(const struct app_server *srv); /* threads shown on the startup line */
-    void (*stop)(struct app_server *srv);              /* drain within cfg->grace_us and join */
+    /* Makes the server and checks what only the engine can check of cfg (the TLS certificate
+     * and key its library loads), before anything is bound. On failure fills err (CORE_ERR_LEN)
+     * and returns a negative errno (-EINVAL for a config error); *srv may then be set, to free. */
+    int (*prepare)(struct app_server **srv, const struct config *cfg, const struct log *lg,
+                   char *err, size_t errlen);
+    /* Starts serving base->nloops loops, taking over base->listen_fds (closed by the engine,
+     * on failure too). On failure fills err and returns a negative errno, with every thread it
+     * started stopped. */
+    int (*start)(struct app_server *srv, const struct app_base *base, char *err, size_t errlen);
+    void (*stop)(struct app_server *srv); /* drain within cfg->grace_us and join */
     void (*free)(struct app_server *srv);
 };
 

@@ -30,7 +30,6 @@
 static void h2s_server_stop(struct app_server *srv);
 static void h2s_server_free(struct app_server *srv);
 
-#define LISTEN_BACKLOG 4096
 /* Longest wait of a loop while draining, so the grace deadline is noticed. */
 #define DRAIN_TICK_MS 50
 
@@ -78,8 +77,7 @@ struct h2s_loop {
 struct app_server {
     const struct config *cfg;
     const struct log *log;
-    struct service svc; /* routes, worker pool, counters */
-    unsigned port;
+    struct service *svc; /* routes, worker pool, counters (the app's) */
     size_t nloops;
     struct h2s_loop *loops;
     h2o_globalconf_t globalconf;
@@ -248,7 +246,7 @@ static void respond(struct h2s_request *r)
     }
     if (p->action == PLAN_STATS || p->action == PLAN_METRICS) {
         struct app_server *srv = r->loop->srv;
-        char *text = service_report(&srv->svc, p->action);
+        char *text = service_report(srv->svc, p->action);
         if (text) {
             send_answer(r, 200, p->content_type, text, strlen(text));
             free(text);
@@ -409,7 +407,7 @@ struct h2s_conn {
 static void on_conn_close(void *data)
 {
     struct h2s_conn *c = data;
-    service_conn_closed(&c->loop->srv->svc);
+    service_conn_closed(c->loop->srv->svc);
     free(c);
 }
 
@@ -464,9 +462,9 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
                                .ctx = req,
                                .peer = plen ? (struct sockaddr *)&peer : NULL,
                                .header_bytes = header_bytes(req),
-                               .last = last_request(req, &loop->srv->svc)};
+                               .last = last_request(req, loop->srv->svc)};
     enum exchange_do d =
-        exchange_on_head(&r->x, &loop->srv->svc.routes, loop->shard, &in, on_admit);
+        exchange_on_head(&r->x, &loop->srv->svc->routes, loop->shard, &in, on_admit);
     loop->active++;
     /* libh2o has read the whole body already. */
     if (d == EXCHANGE_DO_READ && req->entity.base)
@@ -497,13 +495,13 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     for (int i = 0; i < NET_ACCEPT_BATCH && (sock = h2o_evloop_socket_accept(listener)) != NULL;
          i++) {
         /* Over --max-connections (all loops together): closed at once. */
-        if (service_conn_admit(&loop->srv->svc) != 0) {
+        if (service_conn_admit(loop->srv->svc) != 0) {
             h2o_socket_close(sock);
             continue;
         }
         struct h2s_conn *c = malloc(sizeof *c);
         if (!c) {
-            service_conn_closed(&loop->srv->svc);
+            service_conn_closed(loop->srv->svc);
             h2o_socket_close(sock);
             continue;
         }
@@ -578,7 +576,7 @@ static void serve(struct h2s_loop *loop)
             quiesce(loop);
             break;
         case DRAIN_GIVE_UP:
-            route_table_flush(&srv->svc.routes);
+            route_table_flush(&srv->svc->routes);
             take_inbox(loop);
             h2o_context_request_shutdown(&loop->ctx);
             /* fall through */
@@ -721,49 +719,48 @@ static int setup_globalconf(struct app_server *srv, char *err)
     return 0;
 }
 
-static int h2s_server_start(struct app_server **out, const struct config *cfg, const struct log *lg,
-                            int inherited_fd, struct accesslog *access, char *err, size_t errlen)
+/* Makes the server: libh2o's configuration, and OpenSSL's context when serving HTTPS (a
+ * certificate or key it refuses is a config error, found before the port is bound). */
+static int h2s_server_prepare(struct app_server **out, const struct config *cfg,
+                              const struct log *lg, char *err, size_t errlen)
 {
     struct app_server *srv = calloc(1, sizeof *srv);
-    int fds[1024];
-    int rc = 0;
-
+    (void)errlen;
     if (!srv) {
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
+    *out = srv;
     srv->cfg = cfg;
     srv->log = lg;
-    srv->nloops = cfg->threads < 1024 ? cfg->threads : 1024;
     atomic_init(&srv->stopping, 0);
     atomic_init(&srv->ready, 0);
-    if (service_init(&srv->svc, cfg, srv->nloops, access) != 0) {
-        snprintf(err, errlen, "out of memory");
-        free(srv);
-        return -ENOMEM;
-    }
+    int rc = setup_globalconf(srv, err);
+    if (rc == 0 && cfg->tls_cert[0])
+        rc = setup_tls(srv, err);
+    return rc;
+}
+
+/* The loops, each with its listening socket, timer heap, timerfd and wake-up eventfd, in
+ * threads of their own; returns once every one of them serves. */
+static int h2s_server_start(struct app_server *srv, const struct app_base *base, char *err,
+                            size_t errlen)
+{
+    const struct config *cfg = srv->cfg;
+    int rc = 0;
+    srv->svc = base->svc;
+    srv->nloops = base->nloops;
     srv->loops = calloc(srv->nloops, sizeof *srv->loops);
     if (!srv->loops) {
+        for (size_t i = 0; i < base->nloops; i++)
+            close(base->listen_fds[i]);
         snprintf(err, errlen, "out of memory");
-        h2s_server_free(srv);
         return -ENOMEM;
     }
     for (size_t i = 0; i < srv->nloops; i++) {
-        srv->loops[i].listen_fd = srv->loops[i].timer_fd = srv->loops[i].wake_fd = -1;
+        srv->loops[i].listen_fd = base->listen_fds[i];
+        srv->loops[i].timer_fd = srv->loops[i].wake_fd = -1;
         pthread_mutex_init(&srv->loops[i].inbox_lock, NULL);
-    }
-    rc = setup_globalconf(srv, err);
-    if (rc == 0 && cfg->tls_cert[0])
-        rc = setup_tls(srv, err);
-    if (rc != 0) {
-        h2s_server_free(srv);
-        return rc;
-    }
-    rc = net_open(cfg->bind, cfg->port, srv->nloops, LISTEN_BACKLOG, inherited_fd, fds, &srv->port,
-                  err, errlen);
-    if (rc != 0) {
-        h2s_server_free(srv);
-        return rc;
     }
     /* Any one loop may hold every connection the limit allows. */
     size_t per_loop = cfg->max_connections;
@@ -771,8 +768,7 @@ static int h2s_server_start(struct app_server **out, const struct config *cfg, c
         struct h2s_loop *loop = &srv->loops[i];
         loop->srv = srv;
         loop->index = i;
-        loop->listen_fd = fds[i];
-        loop->shard = service_shard(&srv->svc, i);
+        loop->shard = service_shard(srv->svc, i);
         loop->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
         loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         /* HTTP/2 multiplexes: a loop may hold up to 100 waiting streams per connection. */
@@ -801,23 +797,9 @@ static int h2s_server_start(struct app_server **out, const struct config *cfg, c
         snprintf(err, errlen, "event loops did not start within 10 s");
         rc = -ETIMEDOUT;
     }
-    if (rc != 0) {
+    if (rc != 0)
         h2s_server_stop(srv);
-        h2s_server_free(srv);
-        return rc;
-    }
-    *out = srv;
-    return 0;
-}
-
-static unsigned h2s_server_port(const struct app_server *srv)
-{
-    return srv->port;
-}
-
-static unsigned h2s_server_threads(const struct app_server *srv)
-{
-    return (unsigned)srv->nloops;
+    return rc;
 }
 
 static void h2s_server_stop(struct app_server *srv)
@@ -851,7 +833,6 @@ static void h2s_server_free(struct app_server *srv)
         pthread_mutex_destroy(&loop->inbox_lock);
     }
     free(srv->loops);
-    service_cleanup(&srv->svc);
     if (srv->globalconf.hosts)
         h2o_config_dispose(&srv->globalconf);
     if (srv->ssl_ctx)
@@ -872,9 +853,8 @@ const struct app_engine h2o_engine = {
              .others = "slowsrv (libmicrohttpd)"},
     .name = "h2o",
     .library = library,
+    .prepare = h2s_server_prepare,
     .start = h2s_server_start,
-    .port = h2s_server_port,
-    .threads = h2s_server_threads,
     .stop = h2s_server_stop,
     .free = h2s_server_free,
 };

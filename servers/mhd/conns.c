@@ -30,7 +30,7 @@ enum MHD_Result mhd_on_accept_policy(void *cls, const struct sockaddr *addr, soc
     struct mhd_loop *loop = ((struct mhd_shard *)cls)->loop;
     (void)addr;
     (void)len;
-    return service_conn_admit(&loop->srv->svc) == 0 ? MHD_YES : MHD_NO;
+    return service_conn_admit(loop->srv->svc) == 0 ? MHD_YES : MHD_NO;
 }
 
 void mhd_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -58,7 +58,7 @@ void mhd_on_connection(void *cls, struct MHD_Connection *conn, void **socket_con
         return;
     }
     atomic_fetch_sub_explicit(&shard->conns, 1, memory_order_relaxed);
-    service_conn_closed(&loop->srv->svc);
+    service_conn_closed(loop->srv->svc);
     if (!w)
         return;
     pthread_mutex_lock(&loop->watch_lock);

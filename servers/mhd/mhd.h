@@ -105,8 +105,7 @@ struct mhd_loop {
 struct app_server {
     const struct config *cfg;
     const struct log *log;
-    struct service svc; /* routes, worker pool, counters */
-    unsigned port;
+    struct service *svc;               /* routes, worker pool, counters (the app's) */
     const struct mhd_backend *backend; /* the thread model's */
     int tpc;                           /* thread-per-connection model */
     int internal; /* poll model: MHD polls in its own thread; ours only fires timers */

@@ -59,10 +59,10 @@ static struct MHD_Response *build_response(const struct plan *p)
 /* Builds the default answer of every route once per loop; the hot path then only queues it. */
 int mhd_build_cache(struct app_server *srv, struct MHD_Response **cache)
 {
-    for (size_t i = 0; i < srv->svc.routes.count; i++) {
+    for (size_t i = 0; i < srv->svc->routes.count; i++) {
         struct plan p;
         cache[i] = NULL;
-        if (route_cached_plan(&srv->svc.routes, i, &p) != 0)
+        if (route_cached_plan(&srv->svc->routes, i, &p) != 0)
             continue;
         /* The body is the route table's static text: persistent, no copy. */
         cache[i] = MHD_create_response_from_buffer(p.body_len, (void *)(uintptr_t)p.body,
@@ -85,7 +85,7 @@ void mhd_free_cache(struct MHD_Response **cache, size_t n)
 
 static struct MHD_Response *report_response(struct app_server *srv, const struct plan *p)
 {
-    char *text = service_report(&srv->svc, p->action);
+    char *text = service_report(srv->svc, p->action);
     if (!text)
         return NULL;
     struct MHD_Response *resp =
@@ -337,9 +337,9 @@ enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const cha
             .raw_target = rq->raw_uri,
             .header_bytes = header_bytes(conn, method, w ? w->target_bytes : strlen(url), version),
             .target_bytes = w ? w->target_bytes : 0,
-            .last = w && service_request_on_connection(&loop->srv->svc, &w->requests)};
+            .last = w && service_request_on_connection(loop->srv->svc, &w->requests)};
         enum exchange_do d =
-            exchange_on_head(&rq->x, &loop->srv->svc.routes, loop->shard, &in, on_admit);
+            exchange_on_head(&rq->x, &loop->srv->svc->routes, loop->shard, &in, on_admit);
         atomic_fetch_add_explicit(&loop->active, 1, memory_order_relaxed);
         *req_cls = rq;
         return act(rq, d);
@@ -369,7 +369,7 @@ void *mhd_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     mhd_watch_arm(loop, w);
     if (w)
         w->target_bytes = strlen(uri);
-    if (!loop->srv->svc.routes.access)
+    if (!loop->srv->svc->routes.access)
         return NULL;
     struct request *rq = calloc(1, sizeof *rq);
     if (rq)

@@ -17,7 +17,6 @@
  * keep-alive connection once it has served a request; 8 KiB still holds request headers of
  * several KiB, the request line and our small responses. */
 #define CONN_MEMORY_LIMIT (8 * 1024)
-#define LISTEN_BACKLOG 4096
 /* Defined at the end, with the engine table; the error paths of the start call them. */
 static void mhd_server_stop(struct app_server *srv);
 static void mhd_server_free(struct app_server *srv);
@@ -128,43 +127,75 @@ static const struct mhd_backend *backend_of(enum config_model model)
     return &mhd_backend_epoll;
 }
 
-static int mhd_server_start(struct app_server **out, const struct config *cfg, const struct log *lg,
-                            int inherited_fd, struct accesslog *access, char *err, size_t errlen)
+/* Makes the server; a certificate and key libmicrohttpd refuses are a config error, found before
+ * the port is bound (a daemon with no listening socket binds nothing). */
+static int mhd_server_prepare(struct app_server **out, const struct config *cfg,
+                              const struct log *lg, char *err, size_t errlen)
 {
     struct app_server *srv = calloc(1, sizeof *srv);
-    int fds[1024];
-    int rc;
-
     if (!srv) {
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
+    *out = srv;
     srv->cfg = cfg;
     srv->log = lg;
     srv->tpc = cfg->model == CONFIG_MODEL_THREAD_PER_CONNECTION;
     srv->backend = backend_of(cfg->model);
     srv->internal = cfg->model == CONFIG_MODEL_POLL;
-    srv->nloops = srv->tpc ? 1 : cfg->threads;
-    if (srv->nloops > sizeof fds / sizeof fds[0])
-        srv->nloops = sizeof fds / sizeof fds[0];
-    size_t nshards = shards_per_loop(cfg, srv->nloops);
     atomic_init(&srv->stopping, 0);
     pthread_mutex_init(&srv->sleep_lock, NULL);
     monotonic_cond_init(&srv->sleep_cond);
-    if (service_init(&srv->svc, cfg, srv->nloops, access) != 0) {
-        snprintf(err, errlen, "out of memory");
-        free(srv);
-        return -ENOMEM;
+    if (!cfg->tls_cert[0])
+        return 0;
+    size_t len;
+    char why[CORE_ERR_LEN];
+    int rc = config_read_file(cfg->tls_cert, 1 << 20, &srv->tls_cert, &len, why, sizeof why);
+    if (rc == 0)
+        rc = config_read_file(cfg->tls_key, 1 << 20, &srv->tls_key, &len, why, sizeof why);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: %.200s", srv->tls_cert ? "tls-key" : "tls-cert", why);
+        return -EINVAL;
     }
+    struct MHD_Daemon *probe =
+        MHD_start_daemon(MHD_USE_TLS | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, mhd_on_request,
+                         NULL, MHD_OPTION_HTTPS_MEM_CERT, srv->tls_cert, MHD_OPTION_HTTPS_MEM_KEY,
+                         srv->tls_key, MHD_OPTION_END);
+    if (!probe) {
+        snprintf(err, errlen,
+                 "tls-key: %.80s does not load as the private key of %.80s (PEM expected)",
+                 cfg->tls_key, cfg->tls_cert);
+        return -EINVAL;
+    }
+    MHD_stop_daemon(probe);
+    return 0;
+}
+
+/* The loops, each with its listening socket, timer heap, answers and daemon(s), and their
+ * threads. */
+static int mhd_server_start(struct app_server *srv, const struct app_base *base, char *err,
+                            size_t errlen)
+{
+    const struct config *cfg = srv->cfg;
+    int rc = 0;
+    srv->svc = base->svc;
+    srv->nloops = base->nloops;
     srv->loops = calloc(srv->nloops, sizeof *srv->loops);
-    for (size_t i = 0; srv->loops && i < srv->nloops; i++) {
+    size_t nshards = shards_per_loop(cfg, srv->nloops);
+    for (size_t i = 0; i < srv->nloops; i++) {
+        if (srv->loops) {
+            srv->loops[i].listen_fd = base->listen_fds[i];
+            srv->loops[i].wake_fd = srv->loops[i].ep_fd = -1;
+        } else {
+            close(base->listen_fds[i]);
+        }
+    }
+    for (size_t i = 0; srv->loops && i < srv->nloops && rc == 0; i++) {
         struct mhd_loop *loop = &srv->loops[i];
-        loop->listen_fd = loop->wake_fd = loop->ep_fd = -1;
         loop->shards = calloc(nshards, sizeof *loop->shards);
         if (!loop->shards) {
-            mhd_server_free(srv);
-            snprintf(err, errlen, "out of memory");
-            return -ENOMEM;
+            rc = -ENOMEM;
+            break;
         }
         loop->nshards = nshards;
         for (size_t k = 0; k < nshards; k++) {
@@ -173,73 +204,32 @@ static int mhd_server_start(struct app_server **out, const struct config *cfg, c
             atomic_init(&loop->shards[k].due, 0);
             atomic_init(&loop->shards[k].conns, 0);
         }
-    }
-    if (!srv->loops) {
-        mhd_server_free(srv);
-        snprintf(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
-
-    if (cfg->tls_cert[0]) {
-        size_t len;
-        char why[CORE_ERR_LEN];
-        rc = config_read_file(cfg->tls_cert, 1 << 20, &srv->tls_cert, &len, why, sizeof why);
-        if (rc == 0)
-            rc = config_read_file(cfg->tls_key, 1 << 20, &srv->tls_key, &len, why, sizeof why);
-        if (rc != 0) {
-            snprintf(err, errlen, "%s: %.200s", srv->tls_cert ? "tls-key" : "tls-cert", why);
-            mhd_server_free(srv);
-            return -EINVAL;
-        } /* A certificate and key libmicrohttpd refuses are a config error, found before the
-           * port is bound (a daemon with no listening socket binds nothing). */
-        struct MHD_Daemon *probe =
-            MHD_start_daemon(MHD_USE_TLS | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, mhd_on_request,
-                             NULL, MHD_OPTION_HTTPS_MEM_CERT, srv->tls_cert,
-                             MHD_OPTION_HTTPS_MEM_KEY, srv->tls_key, MHD_OPTION_END);
-        if (!probe) {
-            snprintf(err, errlen,
-                     "tls-key: %.80s does not load as the private key of %.80s (PEM expected)",
-                     cfg->tls_key, cfg->tls_cert);
-            mhd_server_free(srv);
-            return -EINVAL;
-        }
-        MHD_stop_daemon(probe);
-    }
-    rc = net_open(cfg->bind, cfg->port, srv->nloops, LISTEN_BACKLOG, inherited_fd, fds, &srv->port,
-                  err, errlen);
-    if (rc != 0) {
-        mhd_server_free(srv);
-        return rc;
-    }
-    /* --max-connections is enforced over all loops by the accept policy; any one loop may hold
-     * them all, so each daemon and heap is sized for the whole limit. */
-    unsigned per_loop = cfg->max_connections;
-    for (size_t i = 0; i < srv->nloops; i++) {
-        struct mhd_loop *loop = &srv->loops[i];
         loop->srv = srv;
         loop->index = i;
-        loop->listen_fd = fds[i];
-        loop->shard = service_shard(&srv->svc, i);
+        loop->shard = service_shard(srv->svc, i);
         atomic_init(&loop->active, 0);
-        if (!srv->internal && !srv->tpc)
-            loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         pthread_mutex_init(&loop->lock, NULL);
         pthread_mutex_init(&loop->watch_lock, NULL);
         monotonic_cond_init(&loop->wake);
+        /* --max-connections is enforced over all loops by the accept policy; any one loop may
+         * hold them all, so each daemon and heap is sized for the whole limit. */
+        if (timer_heap_init(&loop->timers, cfg->max_connections) != 0 ||
+            mhd_build_cache(srv, loop->cache) != 0)
+            rc = -ENOMEM;
+    }
+    if (!srv->loops || rc != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
     }
     for (size_t i = 0; i < srv->nloops; i++) {
         struct mhd_loop *loop = &srv->loops[i];
-        if (!srv->internal && !srv->tpc && loop->wake_fd < 0) {
-            snprintf(err, errlen, "eventfd: %s", strerror(errno));
-            rc = -EMFILE;
-            break;
-        }
-        rc = timer_heap_init(&loop->timers, per_loop);
-        if (rc == 0)
-            rc = mhd_build_cache(srv, loop->cache);
-        if (rc != 0) {
-            snprintf(err, errlen, "out of memory");
-            break;
+        if (!srv->internal && !srv->tpc) {
+            loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+            if (loop->wake_fd < 0) {
+                snprintf(err, errlen, "eventfd: %s", strerror(errno));
+                rc = -EMFILE;
+                break;
+            }
         }
         rc = srv->backend->open(loop, err);
         if (rc != 0)
@@ -253,23 +243,9 @@ static int mhd_server_start(struct app_server **out, const struct config *cfg, c
             loop->thread_started = 1;
         }
     }
-    if (rc != 0) {
+    if (rc != 0)
         mhd_server_stop(srv);
-        mhd_server_free(srv);
-        return rc;
-    }
-    *out = srv;
-    return 0;
-}
-
-static unsigned mhd_server_port(const struct app_server *srv)
-{
-    return srv->port;
-}
-
-static unsigned mhd_server_threads(const struct app_server *srv)
-{
-    return (unsigned)srv->nloops;
+    return rc;
 }
 
 static void mhd_server_stop(struct app_server *srv)
@@ -307,7 +283,8 @@ static void mhd_server_free(struct app_server *srv)
         free(loop->shards);
         if (loop->ep_fd >= 0)
             close(loop->ep_fd);
-        mhd_free_cache(loop->cache, srv->svc.routes.count);
+        if (srv->svc)
+            mhd_free_cache(loop->cache, srv->svc->routes.count);
         timer_heap_cleanup(&loop->timers);
         if (loop->srv) {
             pthread_cond_destroy(&loop->wake);
@@ -318,7 +295,6 @@ static void mhd_server_free(struct app_server *srv)
             close(loop->wake_fd);
     }
     free(srv->loops);
-    service_cleanup(&srv->svc);
     free(srv->tls_cert);
     free(srv->tls_key);
     pthread_cond_destroy(&srv->sleep_cond);
@@ -343,9 +319,8 @@ const struct app_engine mhd_engine = {
              .others = "no other engine"},
     .name = "mhd",
     .library = library,
+    .prepare = mhd_server_prepare,
     .start = mhd_server_start,
-    .port = mhd_server_port,
-    .threads = mhd_server_threads,
     .stop = mhd_server_stop,
     .free = mhd_server_free,
 };
