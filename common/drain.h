@@ -1,7 +1,7 @@
 /*
  * drain: how a loop stops, decided once for both engines. Asked to stop, a loop stops accepting
  * (QUIESCE, once), lets what is in flight finish for up to --grace (RUN), then gives up
- * (GIVE_UP, once): the engine hands back the requests parked for a worker (route_table_flush)
+ * (GIVE_UP, once): the engine hands back the requests parked for a worker (service_flush)
  * and from then on fires every timer at once with give_up, so that what still waits is answered
  * "server stopping" (exchange.h). Those last answers get up to DRAIN_FINISH_US to go out
  * (FINISH) before the loop ends (DONE).

@@ -43,7 +43,7 @@ static enum exchange_do answer_instead(struct exchange *x, const char *msg)
 
 #define STOPPING "server stopping"
 
-static void begin(struct exchange *x, struct route_table *t, struct stats_shard *sh,
+static void begin(struct exchange *x, struct service *svc, struct stats_shard *sh,
                   const struct route_request *rq, void (*admit)(struct pool_entry *e))
 {
     timer_node_init(&x->timer);
@@ -61,10 +61,10 @@ static void begin(struct exchange *x, struct route_table *t, struct stats_shard 
     x->begun_us = timer_now_us();
     x->due_us = 0;
     x->sent_us = 0;
-    route_plan(t, rq, &x->plan);
+    route_plan(&svc->routes, rq, &x->plan);
     x->plan.close = rq->last;
     /* /healthz, /stats and /metrics are neither counted nor logged. */
-    x->access = x->plan.stats_id != STATS_UNCOUNTED ? t->access : NULL;
+    x->access = x->plan.stats_id != STATS_UNCOUNTED ? svc->access : NULL;
     x->record = x->access ? calloc(1, sizeof *x->record) : NULL;
     if (x->record) {
         if (rq->raw_target) {
@@ -77,11 +77,8 @@ static void begin(struct exchange *x, struct route_table *t, struct stats_shard 
         snprintf(x->record->method, sizeof x->record->method, "%s", rq->method);
         net_format_peer(rq->peer, x->record->client, sizeof x->record->client);
     }
-    /* A route's own pool, else the global one; /healthz, /stats, 404 and 405 take no worker. */
-    x->pool = NULL;
-    if (x->plan.route && x->plan.stats_id != STATS_UNCOUNTED)
-        x->pool = x->plan.route->pool ? x->plan.route->pool : t->pool;
-    x->overflow_reset = t->overflow_reset;
+    x->pool = service_pool_of(svc, &x->plan);
+    x->overflow_reset = svc->overflow_reset;
     stats_request_begin(sh, x->plan.stats_id);
 }
 
@@ -143,11 +140,11 @@ static int64_t content_length(const struct route_request *rq)
                                                                                       : -1;
 }
 
-enum exchange_do exchange_on_head(struct exchange *x, struct route_table *t, struct stats_shard *sh,
+enum exchange_do exchange_on_head(struct exchange *x, struct service *svc, struct stats_shard *sh,
                                   const struct route_request *rq,
                                   void (*admit)(struct pool_entry *e))
 {
-    begin(x, t, sh, rq, admit);
+    begin(x, svc, sh, rq, admit);
     if (x->plan.action != PLAN_UPLOAD)
         return EXCHANGE_DO_READ;
     /* About 9 KiB, so it is only taken by uploads, not by every request. */
@@ -158,7 +155,7 @@ enum exchange_do exchange_on_head(struct exchange *x, struct route_table *t, str
             free(ctype);
         return decide(x, EXCHANGE_DO_CLOSE);
     }
-    int rc = upload_init(x->upload, ctype, content_length(rq), t->max_body);
+    int rc = upload_init(x->upload, ctype, content_length(rq), svc->routes.max_body);
     free(ctype);
     if (rc == 0)
         return EXCHANGE_DO_READ;

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "route.h"
+#include "service.h"
 #include "stats.h"
 #include "timer.h"
 #include "upload.h"
@@ -108,15 +109,16 @@ struct exchange {
     struct plan plan;
 };
 
-/* The head is in: plans the answer to rq through t and counts the request on shard sh (which
- * must outlive the exchange); rq is only read during the call. `admit` is the engine's hand-back
+/* The head is in: plans the answer to rq through svc's routes, takes its worker pool and access
+ * log from svc, and counts the request on shard sh (both must outlive the exchange); rq is only
+ * read during the call. `admit` is the engine's hand-back
  * of a request parked for a worker: it is called later, from any thread with the pool's lock
  * held, and must only hand x back to its loop, which then calls exchange_next. A POST /write
  * starts counting its body here (its Content-Type and Content-Length, read through rq->lookup,
- * and t->max_body). Returns
+ * and --max-body). Returns
  * READ; ANSWER when an upload's answer is known from its Content-Type and Content-Length alone
  * (415, 400, 413: the engine may answer before the body and drop it); CLOSE if out of memory. */
-enum exchange_do exchange_on_head(struct exchange *x, struct route_table *t, struct stats_shard *sh,
+enum exchange_do exchange_on_head(struct exchange *x, struct service *svc, struct stats_shard *sh,
                                   const struct route_request *rq,
                                   void (*admit)(struct pool_entry *e));
 

@@ -227,3 +227,10 @@ void net_reset(int fd)
     if (connect(fd, &none, sizeof none) != 0)
         shutdown(fd, SHUT_RDWR);
 }
+
+void net_close(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}

@@ -66,4 +66,7 @@ int net_peer_gone(int fd);
  * (the HTTP library) then finds it broken and closes it. Unsent data is dropped. */
 void net_reset(int fd);
 
+/* Closes *fd if it is open (>= 0), and marks it closed (-1). */
+void net_close(int *fd);
+
 #endif

@@ -101,9 +101,6 @@ void route_table_init(struct route_table *t, const struct config *cfg)
     t->error_status = cfg->error_status;
     atomic_init(&t->filler, NULL);
     t->filler_span = 0;
-    t->pool = NULL;
-    t->access = NULL;
-    t->overflow_reset = cfg->overflow == CONFIG_OVERFLOW_RESET;
     add(t, "/test", "GET", ROUTE_STATIC, "ok", &cfg->delay);
     add(t, "/write", "POST", ROUTE_UPLOAD, NULL, NULL);
     add(t, "/", NULL, ROUTE_STATIC, "OK", NULL);
@@ -119,91 +116,17 @@ void route_table_init(struct route_table *t, const struct config *cfg)
         add_configured(t, &cfg->routes[i]);
 }
 
-static struct pool *new_pool(unsigned workers, unsigned queue, int *rc)
-{
-    struct pool *p = malloc(sizeof *p);
-    *rc = p ? pool_init(p, workers, queue) : -ENOMEM;
-    if (*rc != 0) {
-        free(p);
-        return NULL;
-    }
-    return p;
-}
-
-static void free_pool(struct pool **p)
-{
-    if (*p) {
-        pool_cleanup(*p);
-        free(*p);
-        *p = NULL;
-    }
-}
-
-int route_table_init_pool(struct route_table *t, const struct config *cfg)
-{
-    int rc = 0;
-    route_table_init(t, cfg);
-    if (cfg->workers)
-        t->pool = new_pool(cfg->workers, cfg->queue, &rc);
-    /* A route with "workers" has a pool of its own instead of the global one. */
-    for (size_t i = 0; rc == 0 && i < t->count; i++)
-        if (t->routes[i].workers)
-            t->routes[i].pool = new_pool(t->routes[i].workers, t->routes[i].queue, &rc);
-    if (rc != 0)
-        route_table_cleanup(t);
-    return rc;
-}
-
-void route_table_flush(struct route_table *t)
-{
-    if (t->pool)
-        pool_flush(t->pool);
-    for (size_t i = 0; i < t->count; i++)
-        if (t->routes[i].pool)
-            pool_flush(t->routes[i].pool);
-}
-
 void route_table_cleanup(struct route_table *t)
 {
     char *f = atomic_load(&t->filler);
     if (f)
         munmap(f, t->filler_span);
     atomic_store(&t->filler, NULL);
-    free_pool(&t->pool);
-    for (size_t i = 0; i < t->count; i++)
-        free_pool(&t->routes[i].pool);
 }
 
 size_t route_stats_count(const struct route_table *t)
 {
     return t->count + 1;
-}
-
-char *route_report(const struct route_table *t, const struct stats *st, uint64_t started_us,
-                   const struct stats_conns *conns, enum plan_action what)
-{
-    const char *names[ROUTE_MAX + 1];
-    struct pool_counts pc = {0, 0, 0, 0}, one;
-    int pools = 0;
-    for (size_t i = 0; i < t->count; i++)
-        names[i] = t->routes[i].path;
-    names[t->count] = "other";
-    /* The global pool and the routes' own pools, added up. */
-    for (size_t i = 0; i <= t->count; i++) {
-        struct pool *p = i < t->count ? t->routes[i].pool : t->pool;
-        if (!p)
-            continue;
-        pool_counts_get(p, &one);
-        pc.workers += one.workers;
-        pc.active += one.active;
-        pc.queued += one.queued;
-        pc.rejected += one.rejected;
-        pools = 1;
-    }
-    double uptime = (double)(timer_now_us() - started_us) / 1e6;
-    if (what == PLAN_METRICS)
-        return stats_to_prometheus(st, names, t->count + 1, uptime, pools ? &pc : NULL, conns);
-    return stats_to_json(st, names, t->count + 1, uptime, pools ? &pc : NULL, conns);
 }
 
 size_t route_error_json(char *buf, size_t len, unsigned status, const char *msg)

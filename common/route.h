@@ -22,8 +22,6 @@
 
 #include "config.h"
 #include "delay.h"
-#include "accesslog.h"
-#include "pool.h"
 #include "stats.h"
 
 #define ROUTE_MAX 64
@@ -51,8 +49,7 @@ struct route {
     struct delay_spec delay;       /* when delayed */
     struct delay_drip drip;        /* chunks 0: the body at once */
     enum config_fault fault;       /* a fault instead of the answer, or none */
-    unsigned workers, queue;       /* its own worker pool (route_table_init_pool), or 0 */
-    struct pool *pool;             /* that pool once made, else NULL: the table's pool */
+    unsigned workers, queue;       /* its own worker pool (service.h), or 0 */
     char timing[ROUTE_TIMING_LEN]; /* Server-Timing value of a fixed delay, else "" */
     struct config_header own_headers[CONFIG_ROUTE_HEADERS];
 };
@@ -72,9 +69,6 @@ struct route_table {
     _Atomic uint64_t seq[ROUTE_MAX]; /* requests planned per route: the draw index */
     _Atomic(char *) filler;          /* max_size bytes for ?size=, mapped on first use */
     size_t filler_span;              /* bytes mapped at filler */
-    struct pool *pool;               /* --workers, or NULL when unbounded */
-    struct accesslog *access;        /* --access-log, or NULL when off */
-    int overflow_reset;              /* beyond the pool: reset instead of 503 */
 };
 
 /* Stats id shared by every request that matched no route (404) or no method (405). */
@@ -83,8 +77,8 @@ struct route_table {
 enum plan_action {
     PLAN_RESPOND = 0, /* answer status/body after delay_us */
     PLAN_UPLOAD,      /* read the body through an upload (exchange.h), then answer its result */
-    PLAN_STATS,       /* answer route_report() as JSON */
-    PLAN_METRICS,     /* answer route_report() in Prometheus text format */
+    PLAN_STATS,       /* answer service_report() as JSON */
+    PLAN_METRICS,     /* answer service_report() in Prometheus text format */
     PLAN_RESET,       /* answer nothing: reset the connection */
     PLAN_CLOSE,       /* answer nothing: close the connection */
 };
@@ -148,12 +142,6 @@ struct route_request {
  * a built-in route of the same path or are added. cfg must outlive the table. */
 void route_table_init(struct route_table *t, const struct config *cfg);
 
-/* As route_table_init, also making the worker pool of --workers; returns 0 or -errno. */
-int route_table_init_pool(struct route_table *t, const struct config *cfg);
-
-/* Server stopping: every worker pool lets its queued requests go (pool_flush). */
-void route_table_flush(struct route_table *t);
-
 /* Fills *out with an error answer: status, the JSON body {"error": msg, "status": status}, no
  * delay, nothing shaped. */
 void route_plan_error(struct plan *out, unsigned status, const char *msg);
@@ -183,13 +171,6 @@ long route_query_param(const char *query, size_t len, const char *name, char *bu
 /* A route_lookup_fn's copy of a value v of vlen bytes into buf (len >= 1 bytes): at most len - 1
  * bytes, NUL-terminated. Returns vlen. */
 long route_value_copy(const char *v, size_t vlen, char *buf, size_t len);
-
-/* The body of GET /stats (what = PLAN_STATS, JSON) or GET /metrics (PLAN_METRICS, Prometheus
- * text) for the counters `st` (sized by route_stats_count) of table t, started at started_us
- * (timer_now_us clock), with the connection figures `conns` (may be NULL). Returns a malloc'd
- * string the caller frees with free(), or NULL if out of memory. */
-char *route_report(const struct route_table *t, const struct stats *st, uint64_t started_us,
-                   const struct stats_conns *conns, enum plan_action what);
 
 /* Returns the standard reason phrase of an HTTP status ("Not Found"), "Unknown" if none. */
 const char *route_reason(unsigned status);

@@ -5,23 +5,53 @@
 
 #include "timer.h"
 
+static struct pool *new_pool(unsigned workers, unsigned queue, int *rc)
+{
+    struct pool *p = malloc(sizeof *p);
+    *rc = p ? pool_init(p, workers, queue) : -ENOMEM;
+    if (*rc != 0) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void free_pool(struct pool **p)
+{
+    if (*p) {
+        pool_cleanup(*p);
+        free(*p);
+        *p = NULL;
+    }
+}
+
 int service_init(struct service *s, const struct config *cfg, size_t nshards,
                  struct accesslog *access)
 {
+    int rc = 0;
     s->stats = NULL;
+    s->pool = NULL;
+    s->access = access;
+    s->overflow_reset = cfg->overflow == CONFIG_OVERFLOW_RESET;
     s->max_connections = cfg->max_connections;
     s->max_requests = cfg->max_requests;
     atomic_init(&s->connections, 0);
     atomic_init(&s->refused, 0);
-    if (route_table_init_pool(&s->routes, cfg) != 0) {
-        route_table_cleanup(&s->routes);
-        return -ENOMEM;
-    }
-    s->routes.access = access;
+    route_table_init(&s->routes, cfg);
+    for (size_t i = 0; i < ROUTE_MAX; i++)
+        s->route_pools[i] = NULL;
+    if (cfg->workers)
+        s->pool = new_pool(cfg->workers, cfg->queue, &rc);
+    /* A route with "workers" has a pool of its own instead of the global one. */
+    for (size_t i = 0; rc == 0 && i < s->routes.count; i++)
+        if (s->routes.routes[i].workers)
+            s->route_pools[i] =
+                new_pool(s->routes.routes[i].workers, s->routes.routes[i].queue, &rc);
     s->started_us = timer_now_us();
-    s->stats = stats_new(nshards, route_stats_count(&s->routes));
+    if (rc == 0)
+        s->stats = stats_new(nshards, route_stats_count(&s->routes));
     if (!s->stats) {
-        route_table_cleanup(&s->routes);
+        service_cleanup(s);
         return -ENOMEM;
     }
     return 0;
@@ -30,8 +60,27 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
 void service_cleanup(struct service *s)
 {
     route_table_cleanup(&s->routes);
+    free_pool(&s->pool);
+    for (size_t i = 0; i < ROUTE_MAX; i++)
+        free_pool(&s->route_pools[i]);
     stats_free(s->stats);
     s->stats = NULL;
+}
+
+struct pool *service_pool_of(const struct service *s, const struct plan *p)
+{
+    if (!p->route || p->stats_id == STATS_UNCOUNTED)
+        return NULL;
+    return s->route_pools[p->route_id] ? s->route_pools[p->route_id] : s->pool;
+}
+
+void service_flush(struct service *s)
+{
+    if (s->pool)
+        pool_flush(s->pool);
+    for (size_t i = 0; i < s->routes.count; i++)
+        if (s->route_pools[i])
+            pool_flush(s->route_pools[i]);
 }
 
 int service_conn_admit(struct service *s)
@@ -61,7 +110,29 @@ struct stats_shard *service_shard(struct service *s, size_t i)
 
 char *service_report(const struct service *s, enum plan_action what)
 {
+    const struct route_table *t = &s->routes;
     struct stats_conns c = {atomic_load(&s->connections), s->max_connections,
                             atomic_load(&s->refused)};
-    return route_report(&s->routes, s->stats, s->started_us, &c, what);
+    const char *names[ROUTE_MAX + 1];
+    struct pool_counts pc = {0, 0, 0, 0}, one;
+    int pools = 0;
+    for (size_t i = 0; i < t->count; i++)
+        names[i] = t->routes[i].path;
+    names[t->count] = "other";
+    /* The global pool and the routes' own pools, added up. */
+    for (size_t i = 0; i <= t->count; i++) {
+        struct pool *p = i < t->count ? s->route_pools[i] : s->pool;
+        if (!p)
+            continue;
+        pool_counts_get(p, &one);
+        pc.workers += one.workers;
+        pc.active += one.active;
+        pc.queued += one.queued;
+        pc.rejected += one.rejected;
+        pools = 1;
+    }
+    double uptime = (double)(timer_now_us() - s->started_us) / 1e6;
+    if (what == PLAN_METRICS)
+        return stats_to_prometheus(s->stats, names, t->count + 1, uptime, pools ? &pc : NULL, &c);
+    return stats_to_json(s->stats, names, t->count + 1, uptime, pools ? &pc : NULL, &c);
 }

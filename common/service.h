@@ -1,6 +1,7 @@
 /*
- * service: what a server keeps for its whole life, the same in both engines: the route table
- * (with its worker pool), the sharded counters and the start time, and the reports made of them.
+ * service: what a server keeps for its whole life, the same in both engines: the route table,
+ * the worker pools, the access log, the sharded counters and the start time, and the reports
+ * made of them.
  * Set up once before the loops start; the loops then use it from their threads (the table and
  * counters are safe to share, see route.h and stats.h).
  */
@@ -11,12 +12,18 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "accesslog.h"
 #include "config.h"
+#include "pool.h"
 #include "route.h"
 #include "stats.h"
 
 struct service {
     struct route_table routes;
+    struct pool *pool;                   /* --workers, or NULL when unbounded */
+    struct pool *route_pools[ROUTE_MAX]; /* a config route's own pool ("workers"), or NULL */
+    struct accesslog *access;            /* --access-log, or NULL when off */
+    int overflow_reset;                  /* beyond a pool: reset instead of 503 */
     struct stats *stats;
     uint64_t started_us;       /* timer_now_us clock */
     size_t max_connections;    /* --max-connections, over every loop */
@@ -48,7 +55,16 @@ void service_conn_closed(struct service *s);
 /* The counters' shard for loop i. */
 struct stats_shard *service_shard(struct service *s, size_t i);
 
-/* The body of /stats (what = PLAN_STATS) or /metrics (PLAN_METRICS); malloc'd, the caller frees
+/* The worker pool a request planned as p takes a worker of: the route's own, else the global
+ * one; NULL when it takes none (no pool, /healthz, /stats, /metrics, 404, 405). */
+struct pool *service_pool_of(const struct service *s, const struct plan *p);
+
+/* Server stopping: every worker pool lets its queued requests go, and turns later ones away
+ * (pool_flush). Thread-safe; harmless when called again. */
+void service_flush(struct service *s);
+
+/* The body of /stats (what = PLAN_STATS, JSON) or /metrics (PLAN_METRICS, Prometheus text): the
+ * counters of every route, the worker pools added up, the connections. malloc'd, the caller frees
  * it with free(); NULL if out of memory. Thread-safe. */
 char *service_report(const struct service *s, enum plan_action what);
 

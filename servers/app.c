@@ -56,6 +56,9 @@ static int serve(const struct app_engine *engine, const struct config *cfg, cons
     if (rc == 0) {
         struct app_base base = {cfg, lg, svc, *nloops, fds};
         rc = engine->start(*srv, &base, err, errlen);
+        for (size_t i = 0; i < *nloops; i++)
+            if (fds[i] >= 0)
+                close(fds[i]);
     }
     free(fds);
     if (rc != 0) {

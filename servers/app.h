@@ -24,7 +24,8 @@ struct app_base {
     const struct log *log;
     struct service *svc;
     size_t nloops;   /* loops to run: --threads, or 1 for thread-per-connection */
-    int *listen_fds; /* nloops listening sockets (SO_REUSEPORT copies, or dups of systemd's) */
+    int *listen_fds; /* nloops listening sockets (SO_REUSEPORT copies, or dups of systemd's); the
+                        engine takes one by setting its entry to -1, the app closes the rest */
 };
 
 /* What an engine offers the app. Every call is made from the main thread, in this order:
@@ -39,10 +40,9 @@ struct app_engine {
      * and returns a negative errno (-EINVAL for a config error); *srv may then be set, to free. */
     int (*prepare)(struct app_server **srv, const struct config *cfg, const struct log *lg,
                    char *err, size_t errlen);
-    /* Starts serving base->nloops loops, taking over base->listen_fds (closed by the engine,
-     * on failure too). On failure fills err and returns a negative errno, with every thread it
-     * started stopped. */
-    int (*start)(struct app_server *srv, const struct app_base *base, char *err, size_t errlen);
+    /* Starts serving base->nloops loops on base->listen_fds. On failure fills err and returns a
+     * negative errno, with every thread it started stopped. */
+    int (*start)(struct app_server *srv, struct app_base *base, char *err, size_t errlen);
     void (*stop)(struct app_server *srv); /* drain within cfg->grace_us and join */
     void (*free)(struct app_server *srv);
 };

@@ -463,8 +463,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
                                .peer = plen ? (struct sockaddr *)&peer : NULL,
                                .header_bytes = header_bytes(req),
                                .last = last_request(req, loop->srv->svc)};
-    enum exchange_do d =
-        exchange_on_head(&r->x, &loop->srv->svc->routes, loop->shard, &in, on_admit);
+    enum exchange_do d = exchange_on_head(&r->x, loop->srv->svc, loop->shard, &in, on_admit);
     loop->active++;
     /* libh2o has read the whole body already. */
     if (d == EXCHANGE_DO_READ && req->entity.base)
@@ -576,7 +575,7 @@ static void serve(struct h2s_loop *loop)
             quiesce(loop);
             break;
         case DRAIN_GIVE_UP:
-            route_table_flush(&srv->svc->routes);
+            service_flush(srv->svc);
             take_inbox(loop);
             h2o_context_request_shutdown(&loop->ctx);
             /* fall through */
@@ -743,22 +742,19 @@ static int h2s_server_prepare(struct app_server **out, const struct config *cfg,
 
 /* The loops, each with its listening socket, timer heap, timerfd and wake-up eventfd, in
  * threads of their own; returns once every one of them serves. */
-static int h2s_server_start(struct app_server *srv, const struct app_base *base, char *err,
-                            size_t errlen)
+static int h2s_server_start(struct app_server *srv, struct app_base *base, char *err, size_t errlen)
 {
     const struct config *cfg = srv->cfg;
     int rc = 0;
     srv->svc = base->svc;
-    srv->nloops = base->nloops;
-    srv->loops = calloc(srv->nloops, sizeof *srv->loops);
-    if (!srv->loops) {
-        for (size_t i = 0; i < base->nloops; i++)
-            close(base->listen_fds[i]);
+    if (!(srv->loops = calloc(base->nloops, sizeof *srv->loops))) {
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
+    srv->nloops = base->nloops;
     for (size_t i = 0; i < srv->nloops; i++) {
         srv->loops[i].listen_fd = base->listen_fds[i];
+        base->listen_fds[i] = -1;
         srv->loops[i].timer_fd = srv->loops[i].wake_fd = -1;
         pthread_mutex_init(&srv->loops[i].inbox_lock, NULL);
     }
@@ -823,12 +819,9 @@ static void h2s_server_free(struct app_server *srv)
         return;
     for (size_t i = 0; srv->loops && i < srv->nloops; i++) {
         struct h2s_loop *loop = &srv->loops[i];
-        if (loop->listen_fd >= 0)
-            close(loop->listen_fd);
-        if (loop->timer_fd >= 0)
-            close(loop->timer_fd);
-        if (loop->wake_fd >= 0)
-            close(loop->wake_fd);
+        net_close(&loop->listen_fd);
+        net_close(&loop->timer_fd);
+        net_close(&loop->wake_fd);
         timer_heap_cleanup(&loop->timers);
         pthread_mutex_destroy(&loop->inbox_lock);
     }

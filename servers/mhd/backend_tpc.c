@@ -76,7 +76,7 @@ void mhd_tpc_drain(struct app_server *srv)
             mhd_quiesce_daemon(loop);
             break;
         case DRAIN_GIVE_UP:
-            route_table_flush(&srv->svc->routes);
+            service_flush(srv->svc);
             pthread_mutex_lock(&srv->sleep_lock);
             srv->hard_stop = 1;
             pthread_cond_broadcast(&srv->sleep_cond);

@@ -135,7 +135,7 @@ void *mhd_loop_main(void *arg)
             break;
         case DRAIN_GIVE_UP:
             /* Parked requests of every loop are handed back; harmless if another loop did it. */
-            route_table_flush(&srv->svc->routes);
+            service_flush(srv->svc);
             wait_us = 0;
             break;
         case DRAIN_DONE:

@@ -338,8 +338,7 @@ enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const cha
             .header_bytes = header_bytes(conn, method, w ? w->target_bytes : strlen(url), version),
             .target_bytes = w ? w->target_bytes : 0,
             .last = w && service_request_on_connection(loop->srv->svc, &w->requests)};
-        enum exchange_do d =
-            exchange_on_head(&rq->x, &loop->srv->svc->routes, loop->shard, &in, on_admit);
+        enum exchange_do d = exchange_on_head(&rq->x, loop->srv->svc, loop->shard, &in, on_admit);
         atomic_fetch_add_explicit(&loop->active, 1, memory_order_relaxed);
         *req_cls = rq;
         return act(rq, d);
@@ -369,7 +368,7 @@ void *mhd_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     mhd_watch_arm(loop, w);
     if (w)
         w->target_bytes = strlen(uri);
-    if (!loop->srv->svc->routes.access)
+    if (!loop->srv->svc->access)
         return NULL;
     struct request *rq = calloc(1, sizeof *rq);
     if (rq)

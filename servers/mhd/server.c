@@ -173,24 +173,20 @@ static int mhd_server_prepare(struct app_server **out, const struct config *cfg,
 
 /* The loops, each with its listening socket, timer heap, answers and daemon(s), and their
  * threads. */
-static int mhd_server_start(struct app_server *srv, const struct app_base *base, char *err,
-                            size_t errlen)
+static int mhd_server_start(struct app_server *srv, struct app_base *base, char *err, size_t errlen)
 {
     const struct config *cfg = srv->cfg;
+    size_t nshards = shards_per_loop(cfg, base->nloops);
     int rc = 0;
     srv->svc = base->svc;
-    srv->nloops = base->nloops;
-    srv->loops = calloc(srv->nloops, sizeof *srv->loops);
-    size_t nshards = shards_per_loop(cfg, srv->nloops);
+    srv->loops = calloc(base->nloops, sizeof *srv->loops);
+    srv->nloops = srv->loops ? base->nloops : 0;
     for (size_t i = 0; i < srv->nloops; i++) {
-        if (srv->loops) {
-            srv->loops[i].listen_fd = base->listen_fds[i];
-            srv->loops[i].wake_fd = srv->loops[i].ep_fd = -1;
-        } else {
-            close(base->listen_fds[i]);
-        }
+        srv->loops[i].listen_fd = base->listen_fds[i];
+        base->listen_fds[i] = -1;
+        srv->loops[i].wake_fd = srv->loops[i].ep_fd = -1;
     }
-    for (size_t i = 0; srv->loops && i < srv->nloops && rc == 0; i++) {
+    for (size_t i = 0; i < srv->nloops && rc == 0; i++) {
         struct mhd_loop *loop = &srv->loops[i];
         loop->shards = calloc(nshards, sizeof *loop->shards);
         if (!loop->shards) {
@@ -278,11 +274,10 @@ static void mhd_server_free(struct app_server *srv)
         return;
     for (size_t i = 0; srv->loops && i < srv->nloops; i++) {
         struct mhd_loop *loop = &srv->loops[i];
-        if (loop->listen_fd >= 0)
-            close(loop->listen_fd);
+        net_close(&loop->listen_fd);
+        net_close(&loop->ep_fd);
+        net_close(&loop->wake_fd);
         free(loop->shards);
-        if (loop->ep_fd >= 0)
-            close(loop->ep_fd);
         if (srv->svc)
             mhd_free_cache(loop->cache, srv->svc->routes.count);
         timer_heap_cleanup(&loop->timers);
@@ -291,8 +286,6 @@ static void mhd_server_free(struct app_server *srv)
             pthread_mutex_destroy(&loop->lock);
             pthread_mutex_destroy(&loop->watch_lock);
         }
-        if (loop->wake_fd >= 0)
-            close(loop->wake_fd);
     }
     free(srv->loops);
     free(srv->tls_cert);

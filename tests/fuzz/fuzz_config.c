@@ -33,6 +33,7 @@
  */
 #include "config.h"
 #include "route.h"
+#include "service.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -106,9 +107,11 @@ static void check_routes_plan(const struct config *cfg)
     static struct route_table t; /* large; one at a time */
     struct plan plan;
 
-    REQUIRE(route_table_init_pool(&t, cfg) == 0);
+    static struct service svc; /* large; one at a time */
+    REQUIRE(service_init(&svc, cfg, 1, NULL) == 0);
+    REQUIRE((svc.pool != NULL) == (cfg->workers > 0));
+    route_table_init(&t, cfg);
     REQUIRE(t.count >= 7 && t.count <= ROUTE_MAX);
-    REQUIRE((t.pool != NULL) == (cfg->workers > 0));
     /* GET /test (the --delay route, unless "routes" replaced it): at most max-delay. */
     {
         struct route_request rq;
@@ -135,10 +138,10 @@ static void check_routes_plan(const struct config *cfg)
         REQUIRE(plan.route != NULL && strcmp(plan.route->path, r->path) == 0);
         /* A route's own pool is made as configured; its drip fits its body; its fault is
          * planned (unless error-rate answered first). */
-        REQUIRE((plan.route->pool != NULL) == (r->workers > 0));
-        if (plan.route->pool)
-            REQUIRE(plan.route->pool->workers == r->workers &&
-                    plan.route->pool->queue_max == r->queue);
+        const struct pool *own = svc.route_pools[plan.route_id];
+        REQUIRE((own != NULL) == (r->workers > 0));
+        if (own)
+            REQUIRE(own->workers == r->workers && own->queue_max == r->queue);
         REQUIRE(r->drip.chunks <= r->body_len && r->drip.over_us <= cfg->max_delay_us);
         if (plan.action == PLAN_RESET)
             REQUIRE(r->fault == CONFIG_FAULT_RESET);
@@ -155,6 +158,7 @@ static void check_routes_plan(const struct config *cfg)
                     strlen(plan.timing) < ROUTE_TIMING_LEN);
     }
     route_table_cleanup(&t);
+    service_cleanup(&svc);
 }
 
 static void check_loaded(const struct config *cfg, const struct config_engine *engine)

@@ -7,18 +7,23 @@
 #include "check.h"
 
 struct fixture {
-    struct route_table t;
-    struct stats *st;
+    struct service svc;
+    struct stats *st; /* svc's */
     struct timer_heap h;
 };
+
+static void setup_with(struct fixture *f, const struct config *cfg, size_t heap_max)
+{
+    CHECK_INT(service_init(&f->svc, cfg, 1, NULL), 0);
+    f->st = f->svc.stats;
+    timer_heap_init(&f->h, heap_max);
+}
 
 static void setup(struct fixture *f, size_t heap_max)
 {
     struct config cfg = config_defaults;
     delay_spec_fixed(&cfg.delay, 200000);
-    route_table_init(&f->t, &cfg);
-    f->st = stats_new(1, route_stats_count(&f->t));
-    timer_heap_init(&f->h, heap_max);
+    setup_with(f, &cfg, heap_max);
 }
 
 static struct exchange *admitted_x;
@@ -56,7 +61,7 @@ static enum exchange_do begin_with(struct exchange *x, struct fixture *f, const 
                                .target_len = strlen(target),
                                .lookup = lookup_pairs,
                                .ctx = &tr};
-    return exchange_on_head(x, &f->t, stats_shard(f->st, 0), &rq, note_admit);
+    return exchange_on_head(x, &f->svc, stats_shard(f->st, 0), &rq, note_admit);
 }
 
 static void begin(struct exchange *x, struct fixture *f, const char *method, const char *target)
@@ -66,7 +71,7 @@ static void begin(struct exchange *x, struct fixture *f, const char *method, con
 
 static void teardown(struct fixture *f)
 {
-    stats_free(f->st);
+    service_cleanup(&f->svc);
     timer_heap_cleanup(&f->h);
 }
 
@@ -119,7 +124,8 @@ static void exchange_undelayed_answers_at_once(void)
     exchange_end(&x, &f.h);
     /* The connection's last request (--max-requests) closes after its answer. */
     struct route_request rq = {.method = "GET", .target = "/echo", .target_len = 5, .last = 1};
-    CHECK_INT(exchange_on_head(&x, &f.t, stats_shard(f.st, 0), &rq, note_admit), EXCHANGE_DO_READ);
+    CHECK_INT(exchange_on_head(&x, &f.svc, stats_shard(f.st, 0), &rq, note_admit),
+              EXCHANGE_DO_READ);
     CHECK_INT(exchange_next(&x), EXCHANGE_DO_ANSWER);
     CHECK_INT(x.plan.close, 1);
     exchange_answer(&x);
@@ -161,7 +167,7 @@ static void exchange_uploads_through_the_core(void)
     exchange_answer(&x);
     exchange_end(&x, &f.h);
 
-    f.t.max_body = 8; /* over it mid-body, with no Content-Length to tell before */
+    f.svc.routes.max_body = 8; /* over it mid-body, with no Content-Length to tell before */
     CHECK_INT(begin_with(&x, &f, "POST", "/write", ok), EXCHANGE_DO_READ);
     CHECK_INT(exchange_on_body(&x, form, 10), EXCHANGE_DO_ANSWER);
     CHECK_INT(x.plan.status, 413);
@@ -397,10 +403,7 @@ static void pool_fixture(struct fixture *f, unsigned workers, unsigned queue, in
     cfg.queue = queue;
     if (reset)
         cfg.overflow = CONFIG_OVERFLOW_RESET;
-    route_table_init(&f->t, &cfg);
-    CHECK_INT(route_table_init_pool(&f->t, &cfg), 0);
-    f->st = stats_new(1, route_stats_count(&f->t));
-    timer_heap_init(&f->h, heap_max);
+    setup_with(f, &cfg, heap_max);
     admitted_x = NULL;
 }
 
@@ -451,11 +454,10 @@ static void exchange_answer_frees_the_worker(void)
         exchange_answer(&b);
         exchange_end(&b, &f.h);
         struct pool_counts pc;
-        pool_counts_get(f.t.pool, &pc);
+        pool_counts_get(f.svc.pool, &pc);
         CHECK_U64(pc.active, 0);
         CHECK_U64(pc.queued, 0);
     }
-    route_table_cleanup(&f.t);
     teardown(&f);
 }
 
@@ -482,20 +484,19 @@ static void exchange_admission_and_the_stop(void)
     CHECK(timer_heap_peek(&f.h) == &b.timer);
     /* The server stops: the one still queued is handed back, and so is any later one. */
     admitted_x = NULL;
-    route_table_flush(&f.t);
+    service_flush(&f.svc);
     CHECK(admitted_x == &c);
     CHECK_INT(exchange_next(&c), EXCHANGE_DO_ANSWER);
     check_stopping(&c, 0);
     CHECK_INT(held(&e, &f, "/echo"), EXCHANGE_DO_ANSWER);
     check_stopping(&e, 0);
     struct pool_counts pc;
-    pool_counts_get(f.t.pool, &pc);
+    pool_counts_get(f.svc.pool, &pc);
     CHECK_U64(pc.rejected, 1); /* d alone: the stop is not a rejection */
     exchange_end(&a, &f.h);
     exchange_end(&b, &f.h);
     exchange_end(&c, &f.h);
     exchange_end(&e, &f.h);
-    route_table_cleanup(&f.t);
     teardown(&f);
 
     /* --overflow reset: the refused request is reset. */
@@ -506,7 +507,6 @@ static void exchange_admission_and_the_stop(void)
     exchange_end(&b, &f.h);
     exchange_answer(&a);
     exchange_end(&a, &f.h);
-    route_table_cleanup(&f.t);
     teardown(&f);
 }
 

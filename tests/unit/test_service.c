@@ -1,5 +1,6 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../../common/exchange.h"
 #include "../../common/service.h"
@@ -14,8 +15,7 @@ static void service_reports_what_its_exchanges_did(void)
     delay_spec_fixed(&cfg.delay, 0);
     CHECK_INT(service_init(&svc, &cfg, 2, NULL), 0);
     struct route_request rq = {.method = "GET", .target = "/test", .target_len = 5};
-    CHECK_INT(exchange_on_head(&x, &svc.routes, service_shard(&svc, 1), &rq, NULL),
-              EXCHANGE_DO_READ);
+    CHECK_INT(exchange_on_head(&x, &svc, service_shard(&svc, 1), &rq, NULL), EXCHANGE_DO_READ);
     CHECK_INT(exchange_next(&x), EXCHANGE_DO_HOLD); /* its worker */
     CHECK_INT(exchange_hold(&x, NULL), EXCHANGE_DO_ANSWER);
     exchange_answer(&x);
@@ -53,8 +53,53 @@ static void service_counts_requests_per_connection(void)
     service_cleanup(&svc);
 }
 
+/* The pools: --workers is the global one; a config route with "workers" has its own; /healthz,
+ * /stats and 404 take none. The flush turns every pool's later entries away. */
+static void service_makes_the_pools(void)
+{
+    struct config cfg = config_defaults;
+    struct config_route routes[1];
+    struct service svc;
+    struct route_request rq = {.method = "GET", .target_len = 0};
+    struct plan p;
+    memset(routes, 0, sizeof routes);
+    static char db[] = "/db";
+    routes[0].path = db;
+    routes[0].status = 200;
+    routes[0].workers = 2;
+    routes[0].queue = 1;
+    cfg.routes = routes;
+    cfg.nroutes = 1;
+    cfg.workers = 7;
+    CHECK_INT(service_init(&svc, &cfg, 1, NULL), 0);
+    const char *targets[] = {"/db", "/test", "/healthz", "/nowhere"};
+    struct pool *want[] = {NULL, svc.pool, NULL, NULL};
+    for (size_t i = 0; i < 4; i++) {
+        rq.target = targets[i];
+        rq.target_len = strlen(targets[i]);
+        route_plan(&svc.routes, &rq, &p);
+        struct pool *got = service_pool_of(&svc, &p);
+        if (i == 0) {
+            CHECK(got != NULL && got != svc.pool);
+            CHECK_INT(got ? got->workers : 0, 2);
+            CHECK_INT(got ? got->queue_max : 0, 1);
+            want[0] = got;
+        }
+        CHECK(got == want[i]);
+    }
+    CHECK_INT(svc.pool->workers, 7);
+    service_flush(&svc);
+    struct pool_entry e = {0};
+    CHECK_INT(pool_enter(want[0], &e), POOL_OUT);
+    CHECK_INT(e.flushed, 1);
+    CHECK_INT(pool_enter(svc.pool, &e), POOL_OUT);
+    service_cleanup(&svc);
+    CHECK(svc.pool == NULL);
+}
+
 int main(void)
 {
+    service_makes_the_pools();
     service_counts_requests_per_connection();
     service_reports_what_its_exchanges_did();
     return CHECK_DONE();
