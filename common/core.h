@@ -10,7 +10,8 @@
  *   Modules return errors and let the caller decide what to print (only log writes).
  * - A parser returns the bytes it consumed, or a negative code for invalid input or need-more.
  * - A call that decides among outcomes that are not errors returns a value of its own enum
- *   (exchange_admit: GO, PARKED, REFUSED; pool_enter; route plan actions), never a bare 1 or 2.
+ *   (exchange_next: enum exchange_do; pool_enter; drain_step; route plan actions), never a bare
+ *   1 or 2.
  * - Ownership is stated with each declaration: who frees, how long a pointer stays valid, and
  *   which thread or loop may call.
  */

@@ -29,12 +29,12 @@ static enum exchange_do plan_do(struct exchange *x)
     }
 }
 
-/* Answers 503 with `msg` instead of the plan, and closes the connection after it. The planned
+/* Answers 503 with `why` instead of the plan, and closes the connection after it. The planned
  * delay stays for the access log; the histograms skip the answer (exchange_answer). */
-static enum exchange_do answer_instead(struct exchange *x, const char *msg)
+static enum exchange_do answer_instead(struct exchange *x, const char *why)
 {
     uint64_t delay = x->plan.delay_us;
-    route_plan_error(&x->plan, 503, msg);
+    route_plan_error(&x->plan, 503, why);
     x->plan.delay_us = delay;
     x->plan.close = 1;
     x->stopped = 1;

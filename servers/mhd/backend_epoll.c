@@ -166,4 +166,7 @@ const struct mhd_backend mhd_backend_epoll = {
     .open = loop_epoll_init,
     .turn = run_epoll,
     .quiesce = quiesce_epoll,
+    .hold = mhd_loop_hold,
+    .admit = mhd_loop_admit,
+    .pace = mhd_loop_pace,
 };

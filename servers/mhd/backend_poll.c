@@ -23,4 +23,7 @@ const struct mhd_backend mhd_backend_poll = {
     .open = mhd_open_daemon,
     .turn = run_poll,
     .quiesce = mhd_quiesce_daemon,
+    .hold = mhd_loop_hold,
+    .admit = mhd_loop_admit,
+    .pace = mhd_loop_pace,
 };

@@ -52,4 +52,7 @@ const struct mhd_backend mhd_backend_select = {
     .open = mhd_open_daemon,
     .turn = run_select,
     .quiesce = mhd_quiesce_daemon,
+    .hold = mhd_loop_hold,
+    .admit = mhd_loop_admit,
+    .pace = mhd_loop_pace,
 };

@@ -14,7 +14,7 @@
 
 /* thread-per-connection: the connection's own thread waits out the delay. It wakes early only
  * when the server gives up draining (hard stop). */
-int mhd_tpc_sleep(void *arg, uint64_t delay_us)
+static int tpc_sleep(void *arg, uint64_t delay_us)
 {
     struct app_server *srv = arg;
     struct timespec ts;
@@ -30,7 +30,8 @@ int mhd_tpc_sleep(void *arg, uint64_t delay_us)
     return cut;
 }
 
-void mhd_tpc_wake(struct request *rq)
+/* A parked request was handed back: wake its thread. */
+static void tpc_admit(struct request *rq)
 {
     struct app_server *srv = rq->shard->loop->srv;
     pthread_mutex_lock(&srv->sleep_lock);
@@ -39,8 +40,8 @@ void mhd_tpc_wake(struct request *rq)
     pthread_mutex_unlock(&srv->sleep_lock);
 }
 
-enum MHD_Result mhd_tpc_hold(struct request *rq,
-                             enum MHD_Result (*act)(struct request *rq, enum exchange_do d))
+/* A worker of --workers is waited for here, then the delay is slept out. */
+static enum MHD_Result tpc_hold(struct request *rq, mhd_act_fn act)
 {
     struct app_server *srv = rq->shard->loop->srv;
     enum exchange_do d = exchange_hold(&rq->x, NULL);
@@ -54,8 +55,17 @@ enum MHD_Result mhd_tpc_hold(struct request *rq,
             d = exchange_hold(&rq->x, NULL);
     }
     if (d == EXCHANGE_DO_WAIT)
-        d = exchange_sleep(&rq->x, mhd_tpc_sleep, srv);
+        d = exchange_sleep(&rq->x, tpc_sleep, srv);
     return act(rq, d);
+}
+
+/* A paced body sleeps until its next chunk is due, unless the stop cuts it. Returns 1: ask
+ * again. */
+static int tpc_pace(struct request *rq, uint64_t due_us, uint64_t now_us)
+{
+    exchange_pace(&rq->x, NULL, due_us);
+    exchange_on_timer(&rq->x, 0, tpc_sleep(rq->shard->loop->srv, due_us - now_us));
+    return 1;
 }
 
 /* How often the stop looks at what is left. */
@@ -112,4 +122,7 @@ const struct mhd_backend mhd_backend_tpc = {
     .open = tpc_open,
     .turn = NULL,
     .quiesce = mhd_quiesce_daemon,
+    .hold = tpc_hold,
+    .admit = tpc_admit,
+    .pace = tpc_pace,
 };

@@ -17,6 +17,86 @@
 /* Longest wait of a turn while the loop stops, so that its end is noticed promptly. */
 #define DRAIN_TICK_US (10 * 1000)
 
+void mhd_loop_lock(struct mhd_loop *loop)
+{
+    if (loop->srv->internal)
+        pthread_mutex_lock(&loop->lock);
+}
+
+void mhd_loop_unlock(struct mhd_loop *loop)
+{
+    if (loop->srv->internal)
+        pthread_mutex_unlock(&loop->lock);
+}
+
+/* Every resume goes through here, so that the loop knows which daemon to run. Any thread; once
+ * resumed, the request may be answered and freed by the thread running MHD (poll model, or a
+ * resume from another thread), so nothing of it is read after. Returns its loop. */
+struct mhd_loop *mhd_resume(struct request *rq)
+{
+    struct mhd_shard *shard = rq->shard;
+    MHD_resume_connection(rq->conn);
+    atomic_store_explicit(&shard->due, 1, memory_order_release);
+    return shard->loop;
+}
+
+/* A timer was queued for rq: the poll model's timer thread must wake if it is now the earliest.
+ * Called with the loop lock held. */
+static void timer_queued(struct mhd_loop *loop, struct request *rq)
+{
+    if (loop->srv->internal && timer_heap_peek(&loop->timers) == &rq->x.timer)
+        pthread_cond_signal(&loop->wake);
+}
+
+void mhd_wake_loop(struct mhd_loop *loop)
+{
+    uint64_t one = 1;
+    if (loop->wake_fd >= 0 && write(loop->wake_fd, &one, sizeof one) < 0)
+        LOG(loop->srv->log, LOG_LEVEL_WARN, "cannot wake loop %zu: %s", loop->index,
+            strerror(errno));
+}
+
+/* A parked request was handed back: resume its connection and wake its loop. */
+void mhd_loop_admit(struct request *rq)
+{
+    mhd_wake_loop(mhd_resume(rq));
+}
+
+/* The connection is suspended before the request enters the pool or the heap, so that an
+ * admission or a timer on another thread never resumes a connection that is not suspended yet.
+ * What is answered at once resumes it, and runs again (exchange_next). */
+enum MHD_Result mhd_loop_hold(struct request *rq, mhd_act_fn act)
+{
+    struct mhd_loop *loop = rq->shard->loop;
+    (void)act;
+    MHD_suspend_connection(rq->conn);
+    mhd_loop_lock(loop);
+    enum exchange_do d = exchange_hold(&rq->x, &loop->timers);
+    if (d == EXCHANGE_DO_WAIT)
+        timer_queued(loop, rq);
+    mhd_loop_unlock(loop);
+    if (d != EXCHANGE_DO_WAIT && d != EXCHANGE_DO_PARK)
+        mhd_resume(rq);
+    return MHD_YES;
+}
+
+/* Between chunks of a paced body the connection is suspended and its timer queued, as for a
+ * delay. */
+int mhd_loop_pace(struct request *rq, uint64_t due_us, uint64_t now_us)
+{
+    struct mhd_loop *loop = rq->shard->loop;
+    (void)now_us;
+    MHD_suspend_connection(rq->conn);
+    mhd_loop_lock(loop);
+    enum exchange_do d = exchange_pace(&rq->x, &loop->timers, due_us);
+    if (d == EXCHANGE_DO_WAIT)
+        timer_queued(loop, rq);
+    mhd_loop_unlock(loop);
+    if (d != EXCHANGE_DO_WAIT)
+        mhd_resume(rq); /* CLOSE: the reader then ends the body with an error */
+    return 0;
+}
+
 /* Resumes the requests due by `now` (all of them with now = UINT64_MAX and `cancel`). A client
  * that left while waiting is only seen here, as MHD does not watch suspended sockets: it is
  * counted as a cancel and its connection closed without an answer. Requests are popped under the
@@ -85,20 +165,6 @@ size_t mhd_active_total(struct app_server *srv)
     for (size_t i = 0; i < srv->nloops; i++)
         n += atomic_load(&srv->loops[i].active);
     return n;
-}
-
-void mhd_quiesce_daemon(struct mhd_loop *loop)
-{
-    MHD_socket fd = MHD_quiesce_daemon(loop->shards[0].daemon);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
-}
-
-int mhd_open_daemon(struct mhd_loop *loop, char *err)
-{
-    int rc = mhd_start_daemon(&loop->shards[0], loop->srv->cfg->max_connections, err);
-    loop->used = rc == 0;
-    return rc;
 }
 
 void *mhd_loop_main(void *arg)

@@ -4,9 +4,11 @@
  *   request.c         libmicrohttpd's request callbacks, turned into core events (exchange.h),
  *                     and the core's actions carried out
  *   conns.c           connections: --max-connections, and the --header-timeout watcher
- *   loop.c            a loop's life: timers, turns of its backend, the drain (drain.h)
+ *   daemon.c          the libmicrohttpd daemons: options and callbacks
+ *   loop.c            a loop's life: timers, turns of its backend, the drain (drain.h), and how
+ *                     a request waits in an event loop (suspend, resume)
  *   backend_epoll.c   the thread models, one backend each: how a loop waits and runs
- *   backend_select.c    libmicrohttpd
+ *   backend_select.c    libmicrohttpd, and how a request waits
  *   backend_poll.c
  *   backend_tpc.c
  *   server.c          start and stop, the daemons' options, the engine table
@@ -120,7 +122,10 @@ struct app_server {
     char *tls_key;
 };
 
-/* A thread model: how a loop waits for work and runs libmicrohttpd. */
+/* request.c's carrying out of a core action, for a backend that holds a request in its thread. */
+typedef enum MHD_Result (*mhd_act_fn)(struct request *rq, enum exchange_do d);
+
+/* A thread model: how a loop waits for work and runs libmicrohttpd, and how a request waits. */
 struct mhd_backend {
     unsigned flags; /* the libmicrohttpd daemon flags of the model */
     /* Starts the loop's daemon(s); returns 0, or a negative errno with err (CORE_ERR_LEN). */
@@ -130,6 +135,15 @@ struct mhd_backend {
     void (*turn)(struct mhd_loop *loop, uint64_t wait_us);
     /* Stops accepting. */
     void (*quiesce)(struct mhd_loop *loop);
+    /* The core said HOLD: event loops suspend the connection and call exchange_hold (the request
+     * runs again when resumed); thread-per-connection waits in the connection's thread and
+     * carries out what follows through act. Returns what the request handler returns. */
+    enum MHD_Result (*hold)(struct request *rq, mhd_act_fn act);
+    /* A parked request was handed back by the pool (any thread, the pool's lock held). */
+    void (*admit)(struct request *rq);
+    /* A paced body has nothing due before due_us: returns 0 if the connection was suspended
+     * until then, 1 once the wait is over (the reader asks again). */
+    int (*pace)(struct request *rq, uint64_t due_us, uint64_t now_us);
 };
 
 extern const struct mhd_backend mhd_backend_epoll, mhd_backend_poll, mhd_backend_select,
@@ -142,16 +156,9 @@ enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const cha
 void *mhd_on_uri(void *cls, const char *uri, struct MHD_Connection *conn);
 void mhd_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                       enum MHD_RequestTerminationCode toe);
-/* Every resume goes through here, so that the loop knows which daemon to run. Returns its loop. */
-struct mhd_loop *mhd_resume(struct request *rq);
 /* Builds the default answer of every route once per loop; the hot path then only queues it. */
 int mhd_build_cache(struct app_server *srv, struct MHD_Response **cache);
 void mhd_free_cache(struct MHD_Response **cache, size_t n);
-/* The poll model shares the heap with libmicrohttpd's thread: these lock it (others: no-op). */
-void mhd_loop_lock(struct mhd_loop *loop);
-void mhd_loop_unlock(struct mhd_loop *loop);
-/* Wakes a loop's wait from another thread (epoll and select models). */
-void mhd_wake_loop(struct mhd_loop *loop);
 
 /* conns.c */
 enum MHD_Result mhd_on_accept_policy(void *cls, const struct sockaddr *addr, socklen_t len);
@@ -166,31 +173,37 @@ void mhd_watch_sweep(struct mhd_loop *loop, uint64_t now);
 /* thread-per-connection: a thread that sweeps, as no loop of ours runs. */
 void *mhd_watch_main(void *arg);
 
+/* daemon.c */
+/* Starts one libmicrohttpd daemon for `shard` with its model's flags. */
+int mhd_start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err);
+/* select, poll and thread-per-connection: the loop's one daemon. */
+int mhd_open_daemon(struct mhd_loop *loop, char *err);
+/* select, poll and thread-per-connection: stop the one daemon accepting. */
+void mhd_quiesce_daemon(struct mhd_loop *loop);
+
 /* loop.c */
 void *mhd_loop_main(void *arg);
+/* The poll model shares the heap with libmicrohttpd's thread: these lock it (others: no-op). */
+void mhd_loop_lock(struct mhd_loop *loop);
+void mhd_loop_unlock(struct mhd_loop *loop);
+/* Every resume goes through here, so that the loop knows which daemon to run. Returns its loop. */
+struct mhd_loop *mhd_resume(struct request *rq);
+/* Wakes a loop's wait from another thread (epoll and select models). */
+void mhd_wake_loop(struct mhd_loop *loop);
+/* The event-loop models' hold, admit and pace (struct mhd_backend). */
+enum MHD_Result mhd_loop_hold(struct request *rq, mhd_act_fn act);
+void mhd_loop_admit(struct request *rq);
+int mhd_loop_pace(struct request *rq, uint64_t due_us, uint64_t now_us);
 /* Runs the shards that are due (or all of them), and notes when each asks to run next. */
 void mhd_run_shards(struct mhd_loop *loop, int all);
 /* Empties the loop's wake-up eventfd. */
 void mhd_drain_wake(struct mhd_loop *loop);
-/* Starts one libmicrohttpd daemon for `shard` with its model's flags (server.c). */
-int mhd_start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err);
 /* The absolute CLOCK_MONOTONIC time `us` from now, for timed waits. */
 void mhd_deadline_after(struct timespec *ts, uint64_t us);
 /* Requests begun and not ended, over every loop. */
 size_t mhd_active_total(struct app_server *srv);
-/* select, poll and thread-per-connection: stop the one daemon accepting. */
-void mhd_quiesce_daemon(struct mhd_loop *loop);
-/* select and poll: the loop's one daemon. */
-int mhd_open_daemon(struct mhd_loop *loop, char *err);
 
-/* backend_tpc.c: thread-per-connection waits in the connection's own thread. */
-enum MHD_Result mhd_tpc_hold(struct request *rq,
-                             enum MHD_Result (*act)(struct request *rq, enum exchange_do d));
-/* Sleeps delay_us, or less if the server gives up draining; returns 1 if cut short. */
-int mhd_tpc_sleep(void *srv, uint64_t delay_us);
-/* A parked request was handed back (on_admit). */
-void mhd_tpc_wake(struct request *rq);
-/* The stop: drain, then give up. */
+/* backend_tpc.c: the stop of thread-per-connection, watched from the stopping thread. */
 void mhd_tpc_drain(struct app_server *srv);
 
 #endif

@@ -13,29 +13,6 @@
 #include "mhd.h"
 #include "net.h"
 
-void mhd_loop_lock(struct mhd_loop *loop)
-{
-    if (loop->srv->internal)
-        pthread_mutex_lock(&loop->lock);
-}
-
-void mhd_loop_unlock(struct mhd_loop *loop)
-{
-    if (loop->srv->internal)
-        pthread_mutex_unlock(&loop->lock);
-}
-
-/* Every resume goes through here, so that the loop knows which daemon to run. Any thread; once
- * resumed, the request may be answered and freed by the thread running MHD (poll model, or a
- * resume from another thread), so nothing of it is read after. Returns its loop. */
-struct mhd_loop *mhd_resume(struct request *rq)
-{
-    struct mhd_shard *shard = rq->shard;
-    MHD_resume_connection(rq->conn);
-    atomic_store_explicit(&shard->due, 1, memory_order_release);
-    return shard->loop;
-}
-
 static void add_plan_headers(struct MHD_Response *resp, const struct plan *p)
 {
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, p->content_type);
@@ -109,21 +86,12 @@ static enum MHD_Result reset(struct request *rq)
     return MHD_NO;
 }
 
-/* A timer was queued for rq: the poll model's timer thread must wake if it is now the earliest.
- * Called with the loop lock held. */
-static void timer_queued(struct mhd_loop *loop, struct request *rq)
-{
-    if (loop->srv->internal && timer_heap_peek(&loop->timers) == &rq->x.timer)
-        pthread_cond_signal(&loop->wake);
-}
-
-/* Content reader of a paced body (?drip=, ?fault=truncate). Between chunks the connection is
- * suspended and its timer queued, as for a delay; thread-per-connection sleeps instead. */
+/* Content reader of a paced body (?drip=, ?fault=truncate). Between chunks the backend waits
+ * until the next is due (pace). */
 static ssize_t read_paced(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct request *rq = cls;
-    struct mhd_loop *loop = rq->shard->loop;
-    struct app_server *srv = loop->srv;
+    const struct mhd_backend *backend = rq->shard->loop->srv->backend;
     size_t len;
     uint64_t due, now;
     for (;;) {
@@ -141,20 +109,9 @@ static ssize_t read_paced(void *cls, uint64_t pos, char *buf, size_t max)
         case EXCHANGE_BODY_WAIT:
             break;
         }
-        if (!srv->tpc)
-            break;
-        exchange_pace(&rq->x, NULL, due);
-        exchange_on_timer(&rq->x, 0, mhd_tpc_sleep(srv, due - now));
+        if (!backend->pace(rq, due, now))
+            return 0; /* suspended until due: libmicrohttpd reads again then */
     }
-    MHD_suspend_connection(rq->conn);
-    mhd_loop_lock(loop);
-    enum exchange_do d = exchange_pace(&rq->x, &loop->timers, due);
-    if (d == EXCHANGE_DO_WAIT)
-        timer_queued(loop, rq);
-    mhd_loop_unlock(loop);
-    if (d != EXCHANGE_DO_WAIT)
-        mhd_resume(rq); /* CLOSE: the reader then ends the body with an error */
-    return 0;
 }
 
 static enum MHD_Result respond(struct request *rq)
@@ -193,44 +150,12 @@ static enum MHD_Result respond(struct request *rq)
     return ret;
 }
 
-void mhd_wake_loop(struct mhd_loop *loop)
-{
-    uint64_t one = 1;
-    if (loop->wake_fd >= 0 && write(loop->wake_fd, &one, sizeof one) < 0)
-        LOG(loop->srv->log, LOG_LEVEL_WARN, "cannot wake loop %zu: %s", loop->index,
-            strerror(errno));
-}
-
 /* A parked request got its worker (or the server is stopping): hand it back to its connection,
  * which asks the core what follows (exchange_next). Runs on any thread, under the pool's lock. */
 static void on_admit(struct pool_entry *e)
 {
     struct request *rq = (struct request *)(void *)exchange_of_entry(e);
-    if (rq->shard->loop->srv->tpc)
-        mhd_tpc_wake(rq);
-    else
-        mhd_wake_loop(mhd_resume(rq));
-}
-
-static enum MHD_Result act(struct request *rq, enum exchange_do d);
-
-/* Event-loop models: the connection is suspended before the request enters the pool or the
- * heap, so that an admission or a timer on another thread never resumes a connection that is not
- * suspended yet. What is answered at once resumes it, and runs again (exchange_next). */
-static enum MHD_Result hold(struct request *rq)
-{
-    struct mhd_loop *loop = rq->shard->loop;
-    if (loop->srv->tpc)
-        return mhd_tpc_hold(rq, act);
-    MHD_suspend_connection(rq->conn);
-    mhd_loop_lock(loop);
-    enum exchange_do d = exchange_hold(&rq->x, &loop->timers);
-    if (d == EXCHANGE_DO_WAIT)
-        timer_queued(loop, rq);
-    mhd_loop_unlock(loop);
-    if (d != EXCHANGE_DO_WAIT && d != EXCHANGE_DO_PARK)
-        mhd_resume(rq);
-    return MHD_YES;
+    rq->shard->loop->srv->backend->admit(rq);
 }
 
 /* Carries out what the core said. */
@@ -238,7 +163,7 @@ static enum MHD_Result act(struct request *rq, enum exchange_do d)
 {
     switch (d) {
     case EXCHANGE_DO_HOLD:
-        return hold(rq);
+        return rq->shard->loop->srv->backend->hold(rq, act);
     case EXCHANGE_DO_ANSWER:
         return respond(rq);
     case EXCHANGE_DO_RESET:

@@ -13,84 +13,9 @@
 
 #include "mhd.h"
 
-/* Per-connection memory pool. MHD's default (32 KiB) costs 32 KiB of RSS for every idle
- * keep-alive connection once it has served a request; 8 KiB still holds request headers of
- * several KiB, the request line and our small responses. */
-#define CONN_MEMORY_LIMIT (8 * 1024)
 /* Defined at the end, with the engine table; the error paths of the start call them. */
 static void mhd_server_stop(struct app_server *srv);
 static void mhd_server_free(struct app_server *srv);
-
-__attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt, va_list ap)
-{
-    const struct log *lg = cls;
-    char line[512];
-    if (lg->level < LOG_LEVEL_DEBUG)
-        return;
-    vsnprintf(line, sizeof line, fmt, ap);
-    line[strcspn(line, "\n")] = '\0';
-    log_write(lg, LOG_LEVEL_DEBUG, "libmicrohttpd: %s", line);
-}
-
-/* The per-connection pool holds the request line and headers, what libmicrohttpd parses out of
- * them and the answer's header. libmicrohttpd 0.9.75 zeroes the whole pool after each request, so
- * every kept-alive connection costs its pool in RSS: 8 KiB at the default limits, less when they
- * are lowered (768 bytes over the two limits), what they ask plus 2 KiB when raised. */
-static size_t conn_memory(const struct config *cfg)
-{
-    size_t need = (size_t)(cfg->max_request_line + cfg->max_header_size);
-    if (cfg->max_request_line > 8192 || cfg->max_header_size > 8192)
-        return need + 2048;
-    return need + 768 < CONN_MEMORY_LIMIT ? need + 768 : CONN_MEMORY_LIMIT;
-}
-
-int mhd_start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err)
-{
-    struct app_server *srv = shard->loop->srv;
-    unsigned flags = MHD_USE_ERROR_LOG | srv->backend->flags;
-    struct MHD_OptionItem opts[16];
-    size_t n = 0;
-
-#define OPT(o, v, p) (opts[n++] = (struct MHD_OptionItem){(o), (intptr_t)(v), (p)})
-    /* The logger goes first so that MHD reports the other options' problems through it. */
-    OPT(MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, (void *)(uintptr_t)srv->log);
-    if (srv->cfg->model != CONFIG_MODEL_EPOLL)
-        OPT(MHD_OPTION_LISTEN_SOCKET, shard->loop->listen_fd, NULL);
-    OPT(MHD_OPTION_CONNECTION_LIMIT, conn_limit, NULL);
-    OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, conn_memory(srv->cfg), NULL);
-    /* In seconds. libmicrohttpd never times out a suspended (waiting) connection. It also
-     * reclaims the connections its epoll mode loses when a client closes mid-body. */
-    OPT(MHD_OPTION_CONNECTION_TIMEOUT, (srv->cfg->idle_timeout_us + 999999) / 1000000, NULL);
-    OPT(MHD_OPTION_NOTIFY_COMPLETED, mhd_on_completed, shard);
-    OPT(MHD_OPTION_NOTIFY_CONNECTION, mhd_on_connection, shard);
-    OPT(MHD_OPTION_URI_LOG_CALLBACK, mhd_on_uri, shard);
-    if (srv->tpc)
-        OPT(MHD_OPTION_THREAD_STACK_SIZE, 256 * 1024, NULL);
-    if (srv->tls_cert) {
-        flags |= MHD_USE_TLS;
-        OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, srv->tls_cert);
-        OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key);
-    }
-    OPT(MHD_OPTION_END, 0, NULL);
-#undef OPT
-    shard->daemon = MHD_start_daemon(flags, 0, mhd_on_accept_policy, shard, mhd_on_request, shard,
-                                     MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
-    if (!shard->daemon) {
-        if (srv->tls_cert)
-            snprintf(err, CORE_ERR_LEN,
-                     "tls-key: libmicrohttpd (GnuTLS) refused the certificate and key; is "
-                     "--tls-key the PEM key of --tls-cert? (--log-level debug says more)");
-        else
-            snprintf(err, CORE_ERR_LEN,
-                     "libmicrohttpd: cannot start the %s daemon (--log-level debug says why)",
-                     config_model_name(srv->cfg->model));
-        return -EINVAL;
-    }
-    /* The daemon owns the listening socket now and closes it when stopped. */
-    if (srv->cfg->model != CONFIG_MODEL_EPOLL)
-        shard->loop->listen_fd = -1;
-    return 0;
-}
 
 static void monotonic_cond_init(pthread_cond_t *cond)
 {
