@@ -7,6 +7,7 @@ void drain_init(struct drain *d, uint64_t grace_us)
     d->grace_us = grace_us;
     d->until = 0;
     d->phase = SERVING;
+    d->given_up = 0;
 }
 
 enum drain_step drain_step(struct drain *d, int stopping, size_t active, uint64_t now_us)
@@ -19,9 +20,14 @@ enum drain_step drain_step(struct drain *d, int stopping, size_t active, uint64_
         d->until = now_us + d->grace_us;
         return DRAIN_QUIESCE;
     case DRAINING:
-        if (active > 0 && now_us < d->until)
+        if (active == 0) {
+            d->phase = DONE; /* nothing of this loop's is left to cut */
+            return DRAIN_DONE;
+        }
+        if (now_us < d->until)
             return DRAIN_RUN;
         d->phase = FINISHING;
+        d->given_up = 1;
         d->until = now_us + DRAIN_FINISH_US;
         return DRAIN_GIVE_UP;
     case FINISHING:
@@ -44,5 +50,5 @@ uint64_t drain_wait_us(const struct drain *d, uint64_t now_us, uint64_t wait_us)
 
 int drain_given_up(const struct drain *d)
 {
-    return d->phase >= FINISHING;
+    return d->given_up;
 }

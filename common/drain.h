@@ -1,10 +1,12 @@
 /*
  * drain: how a loop stops, decided once for both engines. Asked to stop, a loop stops accepting
- * (QUIESCE, once), lets what is in flight finish for up to --grace (RUN), then gives up
- * (GIVE_UP, once): the engine hands back the requests parked for a worker (service_flush)
- * and from then on fires every timer at once with give_up, so that what still waits is answered
- * "server stopping" (exchange.h). Those last answers get up to DRAIN_FINISH_US to go out
- * (FINISH) before the loop ends (DONE).
+ * (QUIESCE, once) and lets what is in flight finish for up to --grace (RUN); it ends (DONE) as
+ * soon as none of its requests is left. If some are left when --grace is over, it gives up
+ * (GIVE_UP, once): the engine hands back the requests parked for a worker (service_flush: every
+ * loop's, and the pools turn later ones away) and from then on fires every timer at once with
+ * give_up, so that what still waits is answered "server stopping" (exchange.h). Those last
+ * answers get up to DRAIN_FINISH_US to go out (FINISH) before the loop ends (DONE). A loop that
+ * empties early never gives up, so the shared pools are flushed only once --grace is over.
  *
  * One struct drain per loop, used by that loop's thread only.
  */
@@ -21,7 +23,7 @@ enum drain_step {
     DRAIN_SERVE = 0, /* not stopping: serve as usual */
     DRAIN_QUIESCE,   /* stopping: close the listener now (once), then go on serving */
     DRAIN_RUN,       /* stopping: let what is in flight finish; wait at most drain_wait_us */
-    DRAIN_GIVE_UP,   /* --grace is over, or nothing is left: flush the pool, give up on timers */
+    DRAIN_GIVE_UP,   /* --grace is over with requests left: flush the pools, give up on timers */
     DRAIN_FINISH,    /* the last answers go out; wait at most drain_wait_us */
     DRAIN_DONE,      /* end the loop */
 };
@@ -30,6 +32,7 @@ struct drain {
     uint64_t grace_us;
     uint64_t until; /* end of the current phase (timer_now_us clock) */
     int phase;
+    int given_up;
 };
 
 /* Prepares d for a loop that may drain for grace_us (--grace). */

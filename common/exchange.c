@@ -30,7 +30,8 @@ static enum exchange_do plan_do(struct exchange *x)
 }
 
 /* Answers 503 with `why` instead of the plan, and closes the connection after it. The planned
- * delay stays for the access log; the histograms skip the answer (exchange_answer). */
+ * delay stays for the access log; the delay histograms skip the answer (exchange_answer), the
+ * service-time one records it. */
 static enum exchange_do answer_instead(struct exchange *x, const char *why)
 {
     uint64_t delay = x->plan.delay_us;
@@ -177,12 +178,12 @@ enum exchange_do exchange_on_body(struct exchange *x, const void *buf, size_t le
     if (!decided) {
         take_answer(x);
         x->decided_at = upload_received(x->upload);
-        return EXCHANGE_DO_ANSWER;
     }
     /* A client that keeps sending far past an error is cut off. */
     if (upload_received(x->upload) - x->decided_at > EXCHANGE_DISCARD_MAX)
         return decide(x, EXCHANGE_DO_CLOSE);
-    return EXCHANGE_DO_READ;
+    /* Until the engine has answered, it is told again with every piece. */
+    return x->answered ? EXCHANGE_DO_READ : EXCHANGE_DO_ANSWER;
 }
 
 enum exchange_do exchange_next(struct exchange *x)

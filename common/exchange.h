@@ -25,8 +25,11 @@
  * answered 503 "too many waiting requests" (the engines size the heap so that this cannot
  * happen); a drip cut short by the stop is closed mid-body, as its head is out already.
  *
- * An exchange belongs to the loop that began it; calls on it come from that loop's thread (or
- * with that loop's lock held, where the engine shares the heap with a library thread).
+ * An exchange belongs to the loop that began it. Calls on it come from one thread at a time: the
+ * loop's, or the library thread that runs the request (thread-per-connection, the poll model),
+ * with the loop's lock held around every call that takes the loop's heap where a library thread
+ * shares it. exchange_on_timer runs on the thread that popped the timer, for a request whose
+ * connection is suspended (nothing else runs it then).
  */
 #ifndef SLOWSRV_EXCHANGE_H
 #define SLOWSRV_EXCHANGE_H
@@ -100,12 +103,13 @@ struct exchange {
     void (*admit)(struct pool_entry *e); /* the engine's hand-back of a parked request */
     int overflow_reset;                  /* refused requests are reset, not answered 503 */
     int refused;                         /* refused by the worker pool */
-    int stopped;                         /* answered "server stopping" instead of its plan */
-    uint64_t begun_us;                   /* when the request came in (timer_now_us clock) */
-    uint64_t due_us;                     /* when its delay was due, 0 if it had none */
-    uint64_t sent_us;                    /* when its answer was queued (paced bodies start there) */
-    struct accesslog *access;            /* the table's access log, or NULL */
-    struct exchange_record *record;      /* only with an access log */
+    int stopped; /* answered a 503 of the core's ("server stopping", "too many waiting requests")
+                    instead of its plan */
+    uint64_t begun_us;              /* when the request came in (timer_now_us clock) */
+    uint64_t due_us;                /* when its delay was due, 0 if it had none */
+    uint64_t sent_us;               /* when its answer was queued (paced bodies start there) */
+    struct accesslog *access;       /* the table's access log, or NULL */
+    struct exchange_record *record; /* only with an access log */
     struct plan plan;
 };
 
@@ -127,8 +131,9 @@ enum exchange_do exchange_on_head(struct exchange *x, struct service *svc, struc
 #define EXCHANGE_DISCARD_MAX (64ULL << 20)
 
 /* len body bytes arrived (buf may be NULL on a route that does not read its body: they are only
- * counted). Returns READ; ANSWER once, when an upload's error is found mid-body (x's plan holds
- * it); CLOSE once more than EXCHANGE_DISCARD_MAX bytes came after that error. */
+ * counted). Returns READ; ANSWER once an upload's error is found mid-body (x's plan holds it),
+ * and with every piece after it until the engine has answered (exchange_answer); CLOSE once
+ * more than EXCHANGE_DISCARD_MAX bytes came after that error. */
 enum exchange_do exchange_on_body(struct exchange *x, const void *buf, size_t len);
 
 /* The body is in (the first call after the body), or the engine runs the request again after a

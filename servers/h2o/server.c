@@ -262,7 +262,10 @@ static void on_dispose(void *p)
 {
     struct h2s_request *r = p;
     struct h2s_loop *loop = r->loop;
-    /* Admitted by another thread but not yet taken: it must not be taken after this. */
+    /* Out of the pool first: once pool_leave has returned, no thread can hand r back. */
+    exchange_end(&r->x, &loop->timers);
+    loop->active--;
+    /* Handed back by another thread but not yet taken: it must not be taken after this. */
     pthread_mutex_lock(&loop->inbox_lock);
     if (r->in_inbox) {
         struct pool_entry **pp = &loop->inbox;
@@ -273,8 +276,6 @@ static void on_dispose(void *p)
         r->in_inbox = 0;
     }
     pthread_mutex_unlock(&loop->inbox_lock);
-    exchange_end(&r->x, &loop->timers);
-    loop->active--;
 }
 
 static int client_gone(h2o_req_t *req)
@@ -559,8 +560,7 @@ static int turn(struct h2s_loop *loop, uint64_t wait_ms)
 
 /* Serves until the stop is over (drain.h). On giving up, parked requests of every loop are
  * handed back (harmless if another loop did it) and what waits is answered "server stopping",
- * then and on every turn after; HTTP/1 keep-alive connections and HTTP/2 sessions are asked to
- * close. */
+ * then and on every turn after. */
 static void serve(struct h2s_loop *loop)
 {
     struct app_server *srv = loop->srv;
@@ -577,7 +577,6 @@ static void serve(struct h2s_loop *loop)
         case DRAIN_GIVE_UP:
             service_flush(srv->svc);
             take_inbox(loop);
-            h2o_context_request_shutdown(&loop->ctx);
             /* fall through */
         case DRAIN_FINISH:
             fire_due(loop, UINT64_MAX, 1);
@@ -656,7 +655,9 @@ static void *loop_main(void *arg)
     atomic_fetch_add(&srv->ready, 1);
 
     serve(loop);
-    /* Idle keep-alive connections and HTTP/2 sessions, asked to close, get one more second. */
+    /* Idle keep-alive connections and HTTP/2 sessions are asked to close, and get one more
+     * second. */
+    h2o_context_request_shutdown(&loop->ctx);
     uint64_t until = timer_now_us() + CLOSE_WAIT_US;
     while (conns_open(&loop->ctx) && timer_now_us() < until && turn(loop, DRAIN_TICK_MS) == 0)
         ;

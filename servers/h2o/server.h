@@ -15,15 +15,10 @@
 
 #include "../app.h"
 
-/* The engine's entry points for app_main (servers/app.h). start: Requests are logged to `access`
- * (NULL: none). Listens on cfg's address, or on inherited_fd (socket activation; -1 for none), (TLS
- * when cfg names a certificate) and starts the loop threads. cfg and lg must outlive the server.
- * Returns 0 and sets *out, or a negative errno with a one-line reason in err (CORE_ERR_LEN bytes):
- * -EADDRINUSE for a port in use, -EINVAL for unusable TLS files. Call from the main thread with
- * SIGTERM and SIGINT blocked. port: the port actually bound (useful with --port 0). threads:
- * event-loop threads serving. stop: stops accepting, lets in-flight requests finish for up to
- * cfg->grace_us, closes every connection and joins the threads; blocks; call once, from the thread
- * that started it. free: frees a stopped server. */
+/* The engine's table for app_main (servers/app.h, which states the calls and their order):
+ * prepare makes the server and checks the TLS files (-EINVAL when they do not load), start runs
+ * the loops on the listening sockets the app made, stop drains within cfg->grace_us (drain.h)
+ * and joins the threads, free frees. */
 extern const struct app_engine h2o_engine;
 
 #endif

@@ -11,7 +11,7 @@
  *   backend_select.c    libmicrohttpd, and how a request waits
  *   backend_poll.c
  *   backend_tpc.c
- *   server.c          start and stop, the daemons' options, the engine table
+ *   server.c          start and stop, the engine table
  */
 #ifndef SLOWSRV_MHD_H
 #define SLOWSRV_MHD_H
@@ -114,7 +114,8 @@ struct app_server {
     size_t nloops;
     struct mhd_loop *loops;
     atomic_int stopping;
-    /* thread-per-connection: sleeping handlers wait on this until their deadline or hard_stop */
+    /* thread-per-connection: a delayed handler sleeps on this until its deadline or hard_stop, a
+     * parked one until it is handed back (woken) */
     pthread_mutex_t sleep_lock;
     pthread_cond_t sleep_cond;
     int hard_stop;

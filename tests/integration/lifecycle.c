@@ -1269,6 +1269,44 @@ static void stop_answers_queued_requests(const struct itest_env *env)
     stop_cuts(env, 1);
 }
 
+/* --grace covers the queue for a worker too, whichever loop a request came in on: with
+ * --threads 8, --workers 1 --queue 9 and 200 ms delays, SIGTERM while one request is served and
+ * nine are queued lets all ten be served in turn (about 2 s), none answered "server stopping".
+ * Ten connections over eight loops leave a loop idle: it must end without flushing the pools the
+ * other loops still use. */
+static void stop_serves_the_queue_within_grace(const struct itest_env *env)
+{
+    struct server s;
+    struct load l;
+    pthread_t th;
+    char log[8192];
+    const char *args[] = {"--threads", "8",         "--delay", "200ms",   "--grace",
+                          "10s",       "--workers", "1",       "--queue", "9",
+                          "--model",   env->model,  NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    memset(&l, 0, sizeof l);
+    l.port = s.port;
+    l.n = 10;
+    pthread_create(&th, NULL, run_load, &l);
+    CHECK_INT(await_stat(h1(&s), "workers.queued", 9, 5), 9);
+    double t0 = now_seconds();
+    CHECK_INT(server_stop(&s, 10000, log, sizeof log), 0);
+    double took = now_seconds() - t0;
+    pthread_join(th, NULL);
+    unsigned served = 0;
+    for (size_t i = 0; i < l.n; i++)
+        served += l.status[i] == 200 && l.ok[i];
+    CHECK_INT(served, 10);
+    /* Nine more turns of 200 ms after the signal, one after the other. */
+    if (took < 1.5 || took > 6.0)
+        CHECK_FAIL_("stop took %.2f s for nine queued 200 ms requests", took);
+    else
+        check_passed++;
+}
+
 /* 1 if the process has exited (left a zombie for server_stop to collect), else 0. */
 static int has_exited(pid_t pid)
 {
@@ -1535,6 +1573,7 @@ static const struct itest_case cases[] = {
     {"seed_absent_draws_differ", seed_absent_draws_differ, ITEST_PLAIN, 0},
     {"grace_cuts_waiting_requests", grace_cuts_waiting_requests, ITEST_PER_MODEL, 0},
     {"stop_answers_queued_requests", stop_answers_queued_requests, ITEST_PER_MODEL, 0},
+    {"stop_serves_the_queue_within_grace", stop_serves_the_queue_within_grace, ITEST_PER_MODEL, 0},
     {"sigterm_stops_accepting", sigterm_stops_accepting, ITEST_PER_MODEL, 0},
     {"short_flags_act_as_long_ones", short_flags_act_as_long_ones, ITEST_PLAIN, 0},
     {"log_level_debug_adds_library_lines", log_level_debug_adds_library_lines, ITEST_PLAIN, 0},
