@@ -69,7 +69,10 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
     x->record = x->access ? calloc(1, sizeof *x->record) : NULL;
     if (x->record) {
         if (rq->raw_target) {
-            snprintf(x->record->target, sizeof x->record->target, "%s", rq->raw_target);
+            size_t n = rq->raw_target_len ? rq->raw_target_len : strlen(rq->raw_target);
+            snprintf(x->record->target, sizeof x->record->target, "%.*s",
+                     (int)(n < sizeof x->record->target ? n : sizeof x->record->target - 1),
+                     rq->raw_target);
         } else {
             size_t n = rq->target_len < sizeof x->record->target - 1 ? rq->target_len
                                                                      : sizeof x->record->target - 1;

@@ -196,6 +196,54 @@ static int hexval(char c)
     return -1;
 }
 
+size_t route_path_resolve(const char *path, size_t len, char *out)
+{
+    size_t n = 0;
+    const char *p = path, *end = path + len;
+    while (p < end) {
+        /* One segment: from this '/' to the next (or the end). */
+        const char *next = memchr(p + 1, '/', (size_t)(end - p - 1));
+        const char *seg_end = next ? next : end;
+        size_t seg = (size_t)(seg_end - p);
+        if (seg == 2 && p[1] == '.') {
+            /* "/.": dropped; "/." at the end leaves the "/" */
+            if (!next)
+                out[n++] = '/';
+        } else if (seg == 3 && p[1] == '.' && p[2] == '.') {
+            /* "/..": drops the last segment written */
+            while (n > 0 && out[n - 1] != '/')
+                n--;
+            if (n > 0)
+                n--;
+            if (!next)
+                out[n++] = '/';
+        } else {
+            memcpy(out + n, p, seg);
+            n += seg;
+        }
+        p = seg_end;
+    }
+    if (n == 0)
+        out[n++] = '/';
+    return n;
+}
+
+/* 1 if the query parameter name k[0..end), percent-decoded ('+' is a space), is `name` exactly. */
+static int name_is(const char *k, const char *end, const char *name, size_t nlen)
+{
+    size_t i = 0;
+    for (; k < end; k++, i++) {
+        char c = *k == '+' ? ' ' : *k;
+        if (*k == '%' && end - k >= 3 && hexval(k[1]) >= 0 && hexval(k[2]) >= 0) {
+            c = (char)(hexval(k[1]) * 16 + hexval(k[2]));
+            k += 2;
+        }
+        if (i >= nlen || c != name[i])
+            return 0;
+    }
+    return i == nlen;
+}
+
 long route_query_param(const char *query, size_t len, const char *name, char *buf, size_t buflen)
 {
     size_t nlen = strlen(name);
@@ -205,7 +253,7 @@ long route_query_param(const char *query, size_t len, const char *name, char *bu
         const char *stop = amp ? amp : end;
         const char *eq = memchr(p, '=', (size_t)(stop - p));
         const char *kend = eq ? eq : stop;
-        if ((size_t)(kend - p) == nlen && memcmp(p, name, nlen) == 0) {
+        if (name_is(p, kend, name, nlen)) {
             /* The whole decoded length is counted; what fits is stored. */
             size_t n = 0;
             for (const char *v = eq ? eq + 1 : stop; v < stop; v++, n++) {
@@ -525,10 +573,19 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
         return;
     }
 
+    /* A path with dot segments is matched as it resolves (RFC 3986 section 5.2.4), as libh2o
+     * hands it over: /test/../echo is /echo on both binaries. */
+    const char *path = rq->target;
+    char resolved[256];
+    if (path_len && path[0] == '/' && memmem(path, path_len, "/.", 2) &&
+        path_len < sizeof resolved) {
+        path_len = route_path_resolve(path, path_len, resolved);
+        path = resolved;
+    }
     const struct route *r = NULL;
     for (size_t i = 0; i < t->count; i++) {
         if (strlen(t->routes[i].path) == path_len &&
-            memcmp(t->routes[i].path, rq->target, path_len) == 0) {
+            memcmp(t->routes[i].path, path, path_len) == 0) {
             r = &t->routes[i];
             break;
         }

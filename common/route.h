@@ -116,10 +116,11 @@ enum route_input {
     ROUTE_HEADER,    /* a request header, by case-insensitive name */
 };
 
-/* Reads input `name` of the request into buf (len bytes, NUL-terminated). Returns the whole
- * value's length, or -1 if the request has no such input. A length of len or more means the
- * value did not fit: buf holds only its start, and the route refuses it (never reads a cut
- * value). route_value_copy() does the copying. */
+/* Reads input `name` of the request into buf (len bytes, NUL-terminated): a query parameter as
+ * route_query_param finds it (decoded, its name exact), a header by case-insensitive name.
+ * Returns the whole value's length, or -1 if the request has no such input. A length of len or more
+ * means the value did not fit: buf holds only its start, and the route refuses it (never reads a
+ * cut value). route_value_copy() does the copying. */
 typedef long (*route_lookup_fn)(void *ctx, enum route_input kind, const char *name, char *buf,
                                 size_t len);
 
@@ -132,6 +133,7 @@ struct route_request {
     void *ctx;
     const struct sockaddr *peer; /* the client's address, for the access log; may be NULL */
     const char *raw_target;      /* the target as received, for the access log; NULL: `target` */
+    size_t raw_target_len;       /* its length; 0: NUL-terminated */
     size_t header_bytes;         /* size of the header block; 0 where the engine limits it */
     size_t target_bytes; /* length of the target as received, when `target` lacks its query */
     int last; /* the connection's last request (--max-requests): close after its answer */
@@ -163,10 +165,16 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
  * a random delay). Reads only the table: any thread, any time while the table lives. */
 int route_cached_plan(const struct route_table *t, size_t id, struct plan *out);
 
-/* Finds query parameter `name` in query[0..len) (the part after '?') and writes its
- * percent-decoded value into buf as a route_lookup_fn does (the return value is the whole
- * decoded length). For engines whose library hands over the raw query. */
+/* Finds query parameter `name` in query[0..len) (the part after '?'): the first whose
+ * percent-decoded name is `name` exactly (case counts), and writes its percent-decoded value into
+ * buf as a route_lookup_fn does (the return value is the whole decoded length; a name with no
+ * '=' has the empty value). For engines whose library hands over the raw query. */
 long route_query_param(const char *query, size_t len, const char *name, char *buf, size_t buflen);
+
+/* Writes path[0..len) (starting with '/') with its dot segments resolved (RFC 3986 section
+ * 5.2.4: "/a/./b" is "/a/b", "/a/../b" is "/b", never above "/") into out, which has room for
+ * len bytes. Returns the length written. */
+size_t route_path_resolve(const char *path, size_t len, char *out);
 
 /* A route_lookup_fn's copy of a value v of vlen bytes into buf (len >= 1 bytes): at most len - 1
  * bytes, NUL-terminated. Returns vlen. */

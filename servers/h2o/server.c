@@ -456,9 +456,14 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     r->loop = loop;
     struct sockaddr_storage peer;
     socklen_t plen = req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&peer);
+    /* Routed by the normalized path (percent-decoded, no dot segments), as libmicrohttpd does;
+     * the query is read raw (on_lookup), and the limits and the log see the target as sent. */
     struct route_request in = {.method = method,
-                               .target = req->path.base,
-                               .target_len = req->path.len,
+                               .target = req->path_normalized.base,
+                               .target_len = req->path_normalized.len,
+                               .target_bytes = req->path.len,
+                               .raw_target = req->path.base,
+                               .raw_target_len = req->path.len,
                                .lookup = on_lookup,
                                .ctx = req,
                                .peer = plen ? (struct sockaddr *)&peer : NULL,

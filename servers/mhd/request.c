@@ -181,10 +181,37 @@ static enum MHD_Result act(struct request *rq, enum exchange_do d)
     return MHD_YES;
 }
 
+/* A query parameter looked up by its exact name (libmicrohttpd's own lookup ignores case, and
+ * tells a name without '=' from an absent one only by its length). */
+struct query_find {
+    const char *name;
+    size_t nlen;
+    const char *value;
+    size_t vlen;
+    int found;
+};
+
+static enum MHD_Result find_query(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  size_t key_size, const char *value, size_t value_size)
+{
+    struct query_find *q = cls;
+    (void)kind;
+    if (key_size != q->nlen || memcmp(key, q->name, key_size) != 0)
+        return MHD_YES;
+    q->value = value ? value : "";
+    q->vlen = value ? value_size : 0;
+    q->found = 1;
+    return MHD_NO; /* the first one */
+}
+
 static long on_lookup(void *ctx, enum route_input kind, const char *name, char *buf, size_t len)
 {
-    const char *v = MHD_lookup_connection_value(
-        ctx, kind == ROUTE_QUERY ? MHD_GET_ARGUMENT_KIND : MHD_HEADER_KIND, name);
+    if (kind == ROUTE_QUERY) {
+        struct query_find q = {name, strlen(name), NULL, 0, 0};
+        MHD_get_connection_values_n(ctx, MHD_GET_ARGUMENT_KIND, find_query, &q);
+        return q.found ? route_value_copy(q.value, q.vlen, buf, len) : -1;
+    }
+    const char *v = MHD_lookup_connection_value(ctx, MHD_HEADER_KIND, name);
     return v ? route_value_copy(v, strlen(v), buf, len) : -1;
 }
 

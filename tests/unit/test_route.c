@@ -727,8 +727,45 @@ static void route_size_bodies_repeat_one_line_to_the_last_byte(void)
     }
 }
 
+/* Dot segments resolve as RFC 3986 section 5.2.4 says, never above the root; a query name is
+ * matched percent-decoded and exactly; a name without '=' has the empty value. */
+static void route_paths_and_query_names_resolve(void)
+{
+    static const char *const cases[][2] = {
+        {"/echo", "/echo"},       {"/test/../echo", "/echo"},
+        {"/./echo", "/echo"},     {"/a/b/../../echo", "/echo"},
+        {"/../echo", "/echo"},    {"/echo/.", "/echo/"},
+        {"/echo/..", "/"},        {"/..", "/"},
+        {"/.hidden", "/.hidden"}, {"/a/..b", "/a/..b"},
+        {"/a/./", "/a/"},
+    };
+    char out[64], buf[16];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t n = route_path_resolve(cases[i][0], strlen(cases[i][0]), out);
+        out[n] = '\0';
+        CHECK_STR(out, cases[i][1]);
+    }
+    const char q[] = "%73tatus=503&delay&DELAY=9s&a+b=1";
+    CHECK_INT(route_query_param(q, strlen(q), "status", buf, sizeof buf), 3);
+    CHECK_STR(buf, "503");
+    CHECK_INT(route_query_param(q, strlen(q), "delay", buf, sizeof buf), 0);
+    CHECK_STR(buf, "");
+    CHECK_INT(route_query_param(q, strlen(q), "a b", buf, sizeof buf), 1);
+    CHECK_INT(route_query_param(q, strlen(q), "stat", buf, sizeof buf), -1);
+    CHECK_INT(route_query_param(q, strlen(q), "Delay", buf, sizeof buf), -1);
+    struct route_table t;
+    struct plan p;
+    struct config cfg = config_defaults;
+    route_table_init(&t, &cfg);
+    plan(&t, "GET", "/test/../echo", &p);
+    CHECK_INT(p.status, 200);
+    CHECK_STR(p.route ? p.route->path : "", "/echo");
+    route_table_cleanup(&t);
+}
+
 int main(void)
 {
+    route_paths_and_query_names_resolve();
     route_overlong_override_is_refused();
     route_size_bodies_repeat_one_line_to_the_last_byte();
     route_drip_and_fault_shape_the_plan();
