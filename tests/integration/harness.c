@@ -289,7 +289,8 @@ static CURL *easy_for(const struct target *t, const char *method, const char *pa
     r->started = now_seconds();
     snprintf(url, ulen, "%s://127.0.0.1:%u%s", t->tls ? "https" : "http", t->port, path);
     curl_easy_setopt(c, CURLOPT_URL, url); /* libcurl keeps a copy */
-    curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L); /* the path as the test wrote it: no ../ squashed */
+    curl_easy_setopt(c, CURLOPT_PATH_AS_IS,
+                     1L); /* the path as the test wrote it: no ../ squashed */
     free(url);
     curl_easy_setopt(c, CURLOPT_HTTP_VERSION,
                      t->http_version ? t->http_version : (long)CURL_HTTP_VERSION_1_1);
