@@ -169,7 +169,22 @@ static long ref_query_param(const char *query, size_t len, const char *name, cha
         stop = i;
         i++; /* past '&' */
         size_t kend = eq == SIZE_MAX ? stop : eq;
-        if (kend - start != nlen || memcmp(query + start, name, nlen) != 0)
+        /* The name is compared decoded ('+' and %XX, as the value), byte for byte. */
+        char key[512];
+        size_t kn = 0;
+        for (size_t k = start; k < kend && kn < sizeof key; k++) {
+            char c = query[k];
+            if (c == '%' && kend - k >= 3 && hexv((unsigned char)query[k + 1]) >= 0 &&
+                hexv((unsigned char)query[k + 2]) >= 0) {
+                c = (char)(hexv((unsigned char)query[k + 1]) * 16 +
+                           hexv((unsigned char)query[k + 2]));
+                k += 2;
+            } else if (c == '+') {
+                c = ' ';
+            }
+            key[kn++] = c;
+        }
+        if (kn != nlen || memcmp(key, name, nlen) != 0)
             continue;
         size_t n = 0;
         for (size_t v = eq == SIZE_MAX ? stop : eq + 1; v < stop; v++) {
@@ -298,6 +313,16 @@ static void check_plan(const struct route_table *t, const struct config *cfg,
 
     if (q)
         path_len = (size_t)(q - rq->target);
+    /* Routed as its dot segments resolve (RFC 3986 section 5.2.4), the same rule route_path_resolve
+     * is unit-tested against. */
+    const char *path = rq->target;
+    char resolved[256];
+    if (path_len && path[0] == '/' && memmem(path, path_len, "/.", 2) &&
+        path_len < sizeof resolved) {
+        path_len = route_path_resolve(path, path_len, resolved);
+        path = resolved;
+        REQUIRE(path_len >= 1 && path[0] == '/' && !memmem(path, path_len, "/../", 4));
+    }
 
     REQUIRE(p->status >= 100 && p->status <= 599);
     REQUIRE((unsigned)p->action <= PLAN_CLOSE);
@@ -339,7 +364,7 @@ static void check_plan(const struct route_table *t, const struct config *cfg,
             REQUIRE(p->status == 404 && p->allow == NULL);
             for (size_t i = 0; i < t->count; i++)
                 REQUIRE(strlen(t->routes[i].path) != path_len ||
-                        memcmp(t->routes[i].path, rq->target, path_len) != 0);
+                        memcmp(t->routes[i].path, path, path_len) != 0);
         }
         check_json_error(p);
         return;
@@ -350,7 +375,7 @@ static void check_plan(const struct route_table *t, const struct config *cfg,
 
     REQUIRE(p->route_id < t->count && &t->routes[p->route_id] == r);
     REQUIRE(p->stats_id == (r->counted ? p->route_id : STATS_UNCOUNTED));
-    REQUIRE(strlen(r->path) == path_len && memcmp(r->path, rq->target, path_len) == 0);
+    REQUIRE(strlen(r->path) == path_len && memcmp(r->path, path, path_len) == 0);
     REQUIRE(method_ok(r->method, rq->method));
     REQUIRE(p->allow == NULL);
     if (!own_body && p->body != p->text)
