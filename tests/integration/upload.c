@@ -5,6 +5,7 @@
  */
 #include "itest.h"
 
+#include <poll.h>
 #include <dirent.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -340,6 +341,50 @@ static void upload_error_cuts_after_64mib(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
+/* An upload error written mid-body promises Connection: close, and the server keeps it: once the
+ * rest of the body is in, it closes the connection itself, even from a client that keeps its end
+ * open, and answers nothing more. A small body over a slow client: the error comes with its
+ * first piece, the rest follows after the answer. */
+static void upload_error_closes_at_the_end_of_the_body(const struct itest_env *env)
+{
+    struct server s;
+    char buf[2048];
+    int closed = 0;
+    START(env, &s, NULL);
+    static const char head[] = "POST /write HTTP/1.1\r\nHost: x\r\nContent-Length: 4096\r\n"
+                               "Content-Type: multipart/form-data; boundary=B\r\n\r\n";
+    static const char broken[] = "--B\r\nContent-Disposition: form-data; name=\"data\"\r\n"
+                                 "Broken\r\n\r\n";
+    static char rest[4096];
+    memset(rest, 'a', sizeof rest);
+    int fd = raw_connect(s.port);
+    send_all(fd, head, sizeof head - 1);
+    send_all(fd, broken, sizeof broken - 1);
+    /* The early answer, read before the rest is sent: all that comes within 2 s, until a pause
+     * of 200 ms after its first bytes. */
+    size_t got = 0;
+    struct pollfd pfd = {fd, POLLIN, 0};
+    for (int wait = 2000; got + 1 < sizeof buf && poll(&pfd, 1, wait) > 0; wait = 200) {
+        ssize_t n = recv(fd, buf + got, sizeof buf - 1 - got, 0);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    buf[got] = '\0';
+    CHECK(strncmp(buf, "HTTP/1.1 400 ", 13) == 0);
+    CHECK(strstr(buf, "Connection: close") != NULL);
+    send_all(fd, rest, 4096 - (sizeof broken - 1));
+    /* Then the end of the stream, within a second, and no second answer. */
+    size_t more = read_until_close(fd, buf, sizeof buf, 1000, &closed);
+    close(fd);
+    CHECK_INT(closed, 1);
+    CHECK_INT(more, 0);
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "in_flight"), 0);
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
 /* 1 if, within `seconds`, process pid holds a deleted file whose path starts with `prefix`:
  * how libh2o's spool shows, as it unlinks its temporary file at once. */
 static int holds_deleted_file(pid_t pid, const char *prefix, double seconds)
@@ -467,6 +512,8 @@ static const struct itest_case cases[] = {
     {"upload_1gib_flat_memory", upload_1gib_flat_memory, ITEST_PLAIN, ENGINE_STREAMS_UPLOADS},
     {"upload_error_cuts_after_64mib", upload_error_cuts_after_64mib, ITEST_PLAIN,
      ENGINE_DRAINS_AFTER_ERROR},
+    {"upload_error_closes_at_the_end_of_the_body", upload_error_closes_at_the_end_of_the_body,
+     ITEST_PLAIN, ENGINE_DRAINS_AFTER_ERROR},
     {"spool_dir_holds_big_bodies", spool_dir_holds_big_bodies, ITEST_PLAIN, ENGINE_SPOOLS_BODIES},
     {"spool_dir_defaults_to_tmp", spool_dir_defaults_to_tmp, ITEST_PLAIN, ENGINE_SPOOLS_BODIES},
 };
