@@ -70,8 +70,9 @@ struct h2s_loop {
     struct pool_entry *inbox;
     struct timer_heap timers;
     struct stats_shard *shard;
-    size_t active;      /* requests begun and not disposed; loop thread only */
-    struct drain drain; /* its stop (drain.h) */
+    size_t active;          /* requests begun and not disposed; loop thread only */
+    struct drain drain;     /* its stop (drain.h) */
+    struct h2s_conn *conns; /* its open connections (on_accept, on_conn_close) */
 };
 
 struct app_server {
@@ -402,12 +403,20 @@ static void take_inbox(struct h2s_loop *loop)
 /* What slowsrv keeps of a connection: the socket's on_close data. */
 struct h2s_conn {
     struct h2s_loop *loop;
-    unsigned requests; /* begun on this connection */
+    h2o_socket_t *sock;
+    struct h2s_conn *prev, *next; /* the loop's open connections */
+    unsigned requests;            /* begun on this connection */
 };
 
 static void on_conn_close(void *data)
 {
     struct h2s_conn *c = data;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        c->loop->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
     service_conn_closed(c->loop->srv->svc);
     free(c);
 }
@@ -511,7 +520,13 @@ static void on_accept(h2o_socket_t *listener, const char *err)
             continue;
         }
         c->loop = loop;
+        c->sock = sock;
         c->requests = 0;
+        c->prev = NULL;
+        c->next = loop->conns;
+        if (c->next)
+            c->next->prev = c;
+        loop->conns = c;
         sock->on_close.cb = on_conn_close;
         sock->on_close.data = c;
         h2o_accept(&loop->accept_ctx, sock);
@@ -664,6 +679,14 @@ static void *loop_main(void *arg)
      * second. */
     h2o_context_request_shutdown(&loop->ctx);
     uint64_t until = timer_now_us() + CLOSE_WAIT_US;
+    while (conns_open(&loop->ctx) && timer_now_us() < until && turn(loop, DRAIN_TICK_MS) == 0)
+        ;
+    /* libh2o 2.2.5 leaves an idle HTTP/1 keep-alive connection open on a shutdown request: what
+     * is still open is shut down under it, and libh2o closes it (and frees it) on the end of
+     * stream it then reads. */
+    for (struct h2s_conn *c = loop->conns; c; c = c->next)
+        shutdown(h2o_socket_get_fd(c->sock), SHUT_RDWR);
+    until = timer_now_us() + CLOSE_WAIT_US;
     while (conns_open(&loop->ctx) && timer_now_us() < until && turn(loop, DRAIN_TICK_MS) == 0)
         ;
     teardown(loop);
