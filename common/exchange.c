@@ -59,11 +59,23 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
     x->admit = admit;
     x->refused = 0;
     x->stopped = 0;
+    x->refused_head = 0;
     x->begun_us = timer_now_us();
     x->due_us = 0;
     x->sent_us = 0;
     route_plan(&svc->routes, rq, &x->plan);
     x->plan.close = rq->last;
+    const char *why;
+    unsigned bad = rq->head ? head_check(rq->head, &why) : 0;
+    if (bad) {
+        /* Refused as a whole: no route's answer, and where this request ends is in doubt, so
+         * nothing more is read from the connection. */
+        route_plan_error(&x->plan, bad, why);
+        x->plan.route = NULL;
+        x->plan.stats_id = ROUTE_STATS_OTHER(&svc->routes);
+        x->plan.close = 1;
+        x->refused_head = 1;
+    }
     /* /healthz, /stats and /metrics are neither counted nor logged. */
     x->access = x->plan.stats_id != STATS_UNCOUNTED ? svc->access : NULL;
     x->record = x->access ? calloc(1, sizeof *x->record) : NULL;
@@ -149,6 +161,8 @@ enum exchange_do exchange_on_head(struct exchange *x, struct service *svc, struc
                                   void (*admit)(struct pool_entry *e))
 {
     begin(x, svc, sh, rq, admit);
+    if (x->refused_head)
+        return decide(x, EXCHANGE_DO_ANSWER);
     if (x->plan.action != PLAN_UPLOAD)
         return EXCHANGE_DO_READ;
     /* About 9 KiB, so it is only taken by uploads, not by every request. */

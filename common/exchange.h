@@ -105,6 +105,7 @@ struct exchange {
     int refused;                         /* refused by the worker pool */
     int stopped; /* answered a 503 of the core's ("server stopping", "too many waiting requests")
                     instead of its plan */
+    int refused_head;               /* the head failed head_check: answered at once, then closed */
     uint64_t begun_us;              /* when the request came in (timer_now_us clock) */
     uint64_t due_us;                /* when its delay was due, 0 if it had none */
     uint64_t sent_us;               /* when its answer was queued (paced bodies start there) */
@@ -119,7 +120,8 @@ struct exchange {
  * of a request parked for a worker: it is called later, from any thread with the pool's lock
  * held, and must only hand x back to its loop, which then calls exchange_next. A POST /write
  * starts counting its body here (its Content-Type and Content-Length, read through rq->lookup,
- * and --max-body). Returns
+ * and --max-body). A head that fails head_check (rq->head) is answered at once with its 4xx or
+ * 501 and Connection: close (the engine drops any body). Returns
  * READ; ANSWER when an upload's answer is known from its Content-Type and Content-Length alone
  * (415, 400, 413: the engine may answer before the body and drop it); CLOSE if out of memory. */
 enum exchange_do exchange_on_head(struct exchange *x, struct service *svc, struct stats_shard *sh,

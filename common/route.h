@@ -22,6 +22,7 @@
 
 #include "config.h"
 #include "delay.h"
+#include "head.h"
 #include "stats.h"
 
 #define ROUTE_MAX 64
@@ -137,6 +138,8 @@ struct route_request {
     size_t header_bytes;         /* size of the header block; 0 where the engine limits it */
     size_t target_bytes; /* length of the target as received, when `target` lacks its query */
     int last; /* the connection's last request (--max-requests): close after its answer */
+    const struct head *head; /* an HTTP/1.x head as received, checked first (head.h); NULL
+                                over HTTP/2, whose framing is the library's */
 };
 
 /* Fills *t with the built-in routes (GET /test, POST /write, any method / and /echo,

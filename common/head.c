@@ -1,0 +1,197 @@
+#include "head.h"
+
+#include <stdint.h>
+#include <string.h>
+
+/* RFC 9110 section 5.6.2: tchar. */
+static int is_tchar(unsigned char c)
+{
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+        return 1;
+    return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static int is_token(const char *s, size_t n)
+{
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!is_tchar((unsigned char)s[i]))
+            return 0;
+    return 1;
+}
+
+/* A byte a field value may not hold: a control byte other than HTAB, or DEL. */
+static int is_bad_value_byte(unsigned char c)
+{
+    return (c < 0x20 && c != '\t') || c == 0x7f;
+}
+
+static int name_is(const struct head_field *f, const char *name)
+{
+    size_t n = strlen(name);
+    if (f->nlen != n)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char a = (unsigned char)f->name[i], b = (unsigned char)name[i];
+        if ((a | 0x20) != (b | 0x20) || !is_tchar(a))
+            return 0;
+    }
+    return 1;
+}
+
+/* v[0..*n) without the whitespace around it. */
+static const char *trim(const char *v, size_t *n)
+{
+    while (*n && (v[0] == ' ' || v[0] == '\t')) {
+        v++;
+        (*n)--;
+    }
+    while (*n && (v[*n - 1] == ' ' || v[*n - 1] == '\t'))
+        (*n)--;
+    return v;
+}
+
+static int equals_ci(const char *s, size_t n, const char *want)
+{
+    size_t w = strlen(want);
+    if (n != w)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((s[i] | 0x20) != want[i])
+            return 0;
+    return 1;
+}
+
+/* 1 if v is one plain decimal number of at most 18 digits (a length no client sends more of). */
+static int plain_number(const char *v, size_t n)
+{
+    v = trim(v, &n);
+    if (n == 0 || n > 18)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i] < '0' || v[i] > '9')
+            return 0;
+    return 1;
+}
+
+/* Transfer-Encoding's codings over every field that carries it, in order: how many there are,
+ * whether the last is chunked (without parameters), and whether a field is empty. */
+struct codings {
+    size_t count;
+    int last_chunked, empty;
+};
+
+static void add_codings(struct codings *c, const char *v, size_t n)
+{
+    size_t start = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && v[i] != ',')
+            continue;
+        size_t len = i - start;
+        const char *t = trim(v + start, &len);
+        /* Empty list elements are allowed and skipped (RFC 9110 section 5.6.1), except that a
+         * field with nothing in it at all says nothing. */
+        if (len) {
+            /* A coding's parameters (";q=...") are not part of its name. */
+            size_t name = 0;
+            while (name < len && t[name] != ';' && t[name] != ' ' && t[name] != '\t')
+                name++;
+            c->count++;
+            c->last_chunked = equals_ci(t, name, "chunked") && name == len;
+        }
+        start = i + 1;
+    }
+    size_t m = n;
+    trim(v, &m);
+    if (m == 0)
+        c->empty = 1;
+}
+
+unsigned head_check(const struct head *h, const char **why)
+{
+    size_t n = h->nfields < HEAD_MAX_FIELDS ? h->nfields : HEAD_MAX_FIELDS;
+    size_t hosts = 0, lengths = 0, encodings = 0;
+    struct codings te = {0, 0, 0};
+    const struct head_field *expect = NULL;
+
+    if (!is_token(h->method, h->mlen)) {
+        *why = "the method is not a token";
+        return 400;
+    }
+    for (size_t i = 0; i < h->tlen; i++) {
+        unsigned char c = (unsigned char)h->target[i];
+        if (c <= ' ' || c == 0x7f) {
+            *why = "the request target holds a control byte or a space";
+            return 400;
+        }
+    }
+    if (h->nfields > HEAD_MAX_FIELDS) {
+        *why = "more than 100 header fields";
+        return 431;
+    }
+    if (h->folded) {
+        *why = "a header field is folded over two lines (obs-fold)";
+        return 400;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct head_field *f = &h->fields[i];
+        if (!is_token(f->name, f->nlen)) {
+            *why = "a header field name is not a token (a space before its colon?)";
+            return 400;
+        }
+        for (size_t j = 0; j < f->vlen; j++) {
+            if (is_bad_value_byte((unsigned char)f->value[j])) {
+                *why = "a header field value holds a control byte";
+                return 400;
+            }
+        }
+        if (name_is(f, "Host")) {
+            hosts++;
+        } else if (name_is(f, "Content-Length")) {
+            lengths++;
+            if (!plain_number(f->value, f->vlen)) {
+                *why = "Content-Length is not one plain number";
+                return 400;
+            }
+        } else if (name_is(f, "Transfer-Encoding")) {
+            encodings++;
+            add_codings(&te, f->value, f->vlen);
+        } else if (name_is(f, "Expect")) {
+            expect = f;
+        }
+    }
+    if (lengths > 1) {
+        *why = "Content-Length is sent more than once";
+        return 400;
+    }
+    if (encodings) {
+        if (lengths) {
+            *why = "both Content-Length and Transfer-Encoding are sent";
+            return 400;
+        }
+        if (h->minor == 0) {
+            *why = "Transfer-Encoding in an HTTP/1.0 request";
+            return 400;
+        }
+        /* RFC 9112 section 6.1 would allow 501 for a known coding before chunked; libh2o answers
+         * 400 to any of them before slowsrv sees the request, and one answer is kept. */
+        if (te.empty || !te.last_chunked || te.count != 1) {
+            *why = "Transfer-Encoding must be chunked alone";
+            return 400;
+        }
+    }
+    if (hosts > 1 || (hosts == 0 && h->minor >= 1)) {
+        *why = hosts ? "Host is sent more than once" : "an HTTP/1.1 request needs a Host header";
+        return 400;
+    }
+    if (expect) {
+        size_t len = expect->vlen;
+        const char *v = trim(expect->value, &len);
+        if (!equals_ci(v, len, "100-continue")) {
+            *why = "the only expectation met is 100-continue";
+            return 417;
+        }
+    }
+    return 0;
+}

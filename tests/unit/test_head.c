@@ -1,0 +1,149 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "../../common/head.h"
+#include "check.h"
+
+/* Splits a raw head ("GET / HTTP/1.1\r\nName: value\r\n...", len bytes, NULs allowed) the way
+ * an engine hands it over: the request line's three parts, then each field at its first colon. */
+static void split(const char *raw, size_t len, struct head *h, struct head_field *f)
+{
+    const char *end = raw + len, *p = raw;
+    const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
+    const char *sp1 = memchr(p, ' ', (size_t)(eol - p));
+    const char *sp2 = memrchr(p, ' ', (size_t)(eol - p));
+    memset(h, 0, sizeof *h);
+    h->method = p;
+    h->mlen = (size_t)(sp1 - p);
+    h->target = sp1 + 1;
+    h->tlen = (size_t)(sp2 - sp1 - 1);
+    h->minor = (unsigned)(sp2[8] - '0');
+    h->fields = f;
+    for (p = eol + 2; p < end && (eol = memmem(p, (size_t)(end - p), "\r\n", 2)) != NULL;
+         p = eol + 2) {
+        const char *colon = memchr(p, ':', (size_t)(eol - p));
+        if (eol == p || !colon)
+            break;
+        if (h->nfields < HEAD_MAX_FIELDS) {
+            struct head_field *x = &f[h->nfields];
+            x->name = p;
+            x->nlen = (size_t)(colon - p);
+            x->value = colon + 1;
+            x->vlen = (size_t)(eol - colon - 1);
+        }
+        h->nfields++;
+    }
+}
+
+struct head_case {
+    const char *raw;
+    size_t len; /* 0: strlen(raw) */
+    unsigned want;
+};
+
+#define R(s) s, sizeof(s) - 1
+
+static const struct head_case cases[] = {
+    {R("GET /echo HTTP/1.1\r\nHost: x\r\n\r\n"), 0},
+    {R("GET /echo HTTP/1.0\r\n\r\n"), 0},
+    {R("GET /echo?a=%20 HTTP/1.1\r\nHost: x\r\nX-A:\r\nX-B:\tv\t\r\n\r\n"), 0},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"), 0},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length:  5 \r\n\r\n"), 0},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"), 0},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: CHUNKED\r\n\r\n"), 0},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\n\r\n"), 0},
+    /* the method, the target */
+    {R("G\x01T /echo HTTP/1.1\r\nHost: x\r\n\r\n"), 400},
+    {R("G(T /echo HTTP/1.1\r\nHost: x\r\n\r\n"), 400},
+    {R(" /echo HTTP/1.1\r\nHost: x\r\n\r\n"), 400},
+    {R("GET /ec\0ho HTTP/1.1\r\nHost: x\r\n\r\n"), 400},
+    {R("GET /ec\x7fho HTTP/1.1\r\nHost: x\r\n\r\n"), 400},
+    {R("GET /a b HTTP/1.1\r\nHost: x\r\n\r\n"), 400},
+    /* field names and values */
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length : 5\r\n\r\n"), 400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\n Content-Length: 5\r\n\r\n"), 400},
+    {R("GET /echo HTTP/1.1\r\nHost: x\r\n: v\r\n\r\n"), 400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 0\0 12\r\n\r\n"), 400},
+    {R("GET /echo HTTP/1.1\r\nHost: x\r\nX-A: a\x0b b\r\n\r\n"), 400},
+    {R("GET /echo HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n\r\n"), 400},
+    {R("GET /echo HTTP/1.1\r\nHost: x\r\nX-A: a\x7f\r\n\r\n"), 400},
+    /* Content-Length */
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n"), 400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n"), 400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: +5\r\n\r\n"), 400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: \r\n\r\n"), 400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 0, 5\r\n\r\n"), 400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 5\r\n\r\n"), 400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1234567890123456789\r\n\r\n"), 400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 30\r\n\r\n"), 400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\ncontent-length: 5\r\n\r\n"), 400},
+    /* Transfer-Encoding */
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"),
+     400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"),
+     400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n"), 400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, identity\r\n\r\n"), 400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n\r\n"), 400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \x0b"
+       "chunked\r\n\r\n"),
+     400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, chunked\r\n\r\n"), 400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
+       "chunked\r\n\r\n"),
+     400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked;x=1\r\n\r\n"), 400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n\r\n"), 400},
+    {R("POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"), 400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"), 400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: "
+       "chunked\r\n\r\n"),
+     400},
+    /* Host, Expect */
+    {R("GET /echo HTTP/1.1\r\n\r\n"), 400},
+    {R("GET /echo HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n"), 400},
+    {R("GET /echo HTTP/1.0\r\nHost: x\r\nhost: x\r\n\r\n"), 400},
+    {R("GET /echo HTTP/1.1\r\nHost: x\r\nExpect: foo\r\n\r\n"), 417},
+};
+
+static void heads_get_their_answer(void)
+{
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct head h;
+        struct head_field f[HEAD_MAX_FIELDS];
+        const char *why = NULL;
+        split(cases[i].raw, cases[i].len, &h, f);
+        unsigned got = head_check(&h, &why);
+        if (got != cases[i].want)
+            CHECK_FAIL_("case %zu (%.40s...): %u, want %u", i, cases[i].raw, got, cases[i].want);
+        else
+            CHECK(got == 0 ? why == NULL : why != NULL && why[0] != '\0');
+    }
+}
+
+static void too_many_fields_get_431_and_folded_lines_400(void)
+{
+    char raw[8192];
+    size_t n = (size_t)snprintf(raw, sizeof raw, "GET /echo HTTP/1.1\r\nHost: x\r\n");
+    for (int i = 0; i < HEAD_MAX_FIELDS - 1; i++)
+        n += (size_t)snprintf(raw + n, sizeof raw - n, "X-%d: v\r\n", i);
+    n += (size_t)snprintf(raw + n, sizeof raw - n, "\r\n");
+    struct head h;
+    struct head_field f[HEAD_MAX_FIELDS];
+    const char *why;
+    split(raw, n, &h, f);
+    CHECK_INT(h.nfields, HEAD_MAX_FIELDS);
+    CHECK_INT(head_check(&h, &why), 0);
+    h.nfields++;
+    CHECK_INT(head_check(&h, &why), 431);
+    h.nfields--;
+    h.folded = 1;
+    CHECK_INT(head_check(&h, &why), 400);
+}
+
+int main(void)
+{
+    heads_get_their_answer();
+    too_many_fields_get_431_and_folded_lines_400();
+    return CHECK_DONE();
+}
