@@ -443,6 +443,62 @@ static size_t header_bytes(const h2o_req_t *req)
     return n;
 }
 
+/* picohttpparser's request parser: libh2o exports it, Debian ships no header for it. */
+struct phr_header {
+    const char *name;
+    size_t name_len;
+    const char *value;
+    size_t value_len;
+};
+int phr_parse_request(const char *buf, size_t len, const char **method, size_t *method_len,
+                      const char **path, size_t *path_len, int *minor_version,
+                      struct phr_header *headers, size_t *num_headers, size_t last_len);
+
+/* libh2o 2.2.5's HTTP/1.x connection (lib/core/http1.c) begins with its public part and its
+ * socket, whose input buffer holds the request's head as received until the answer is done.
+ * libh2o keeps only the first Content-Length, folds Host, Expect and Transfer-Encoding away
+ * from req->headers, and reads the body before the handler: the core's checks need the head
+ * itself. */
+struct h1_conn_start {
+    h2o_conn_t super;
+    h2o_socket_t *sock;
+};
+_Static_assert(H2O_LIBRARY_VERSION_MAJOR == 0 && H2O_LIBRARY_VERSION_MINOR == 13,
+               "struct h1_conn_start mirrors libh2o 0.13 (h2o 2.2); check it against http1.c");
+
+/* The HTTP/1.x head of req as received, parsed again into *h (fields into f), or NULL over
+ * HTTP/2 or if the buffer does not start with this request (then libh2o's own checks stand). */
+static const struct head *raw_head(h2o_req_t *req, struct head *h, struct head_field *f)
+{
+    if (req->version >= 0x200)
+        return NULL;
+    h2o_buffer_t *in = ((struct h1_conn_start *)(void *)req->conn)->sock->input;
+    struct phr_header ph[HEAD_MAX_FIELDS + 1];
+    size_t n = HEAD_MAX_FIELDS + 1;
+    const char *m, *path;
+    size_t mlen, plen;
+    int minor;
+    if (!in ||
+        phr_parse_request(in->bytes, in->size, &m, &mlen, &path, &plen, &minor, ph, &n, 0) <= 0 ||
+        mlen != req->method.len || memcmp(m, req->method.base, mlen) != 0 ||
+        plen != req->path.len || memcmp(path, req->path.base, plen) != 0)
+        return NULL;
+    *h = (struct head){.method = m,
+                       .mlen = mlen,
+                       .target = path,
+                       .tlen = plen,
+                       .minor = (unsigned)minor,
+                       .fields = f,
+                       .nfields = n};
+    for (size_t i = 0; i < n && i < HEAD_MAX_FIELDS; i++) {
+        /* picohttpparser gives a continuation line as a field without a name. */
+        h->folded |= ph[i].name == NULL;
+        f[i] = (struct head_field){ph[i].name ? ph[i].name : "", ph[i].name ? ph[i].name_len : 0,
+                                   ph[i].value, ph[i].value_len};
+    }
+    return h;
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     struct h2s_loop *loop =
@@ -465,6 +521,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     r->loop = loop;
     struct sockaddr_storage peer;
     socklen_t plen = req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&peer);
+    struct head head;
+    struct head_field fields[HEAD_MAX_FIELDS];
     /* Routed by the normalized path (percent-decoded, no dot segments), as libmicrohttpd does;
      * the query is read raw (on_lookup), and the limits and the log see the target as sent. */
     struct route_request in = {.method = method,
@@ -477,7 +535,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
                                .ctx = req,
                                .peer = plen ? (struct sockaddr *)&peer : NULL,
                                .header_bytes = header_bytes(req),
-                               .last = last_request(req, loop->srv->svc)};
+                               .last = last_request(req, loop->srv->svc),
+                               .head = raw_head(req, &head, fields)};
     enum exchange_do d = exchange_on_head(&r->x, loop->srv->svc, loop->shard, &in, on_admit);
     loop->active++;
     /* libh2o has read the whole body already. */

@@ -47,6 +47,7 @@ struct mhd_shard {
     atomic_int due;      /* a connection was resumed: the daemon must run */
     atomic_size_t conns; /* its connections */
     uint64_t next_us;    /* epoll model: when libmicrohttpd asked to run next (its timeouts) */
+    int ep_fd;           /* epoll model: the daemon's own epoll set */
 };
 
 struct request {
@@ -56,7 +57,11 @@ struct request {
     int started;             /* exchange_on_head ran */
     int answered_early;      /* an upload error was written to the socket mid-body (answer_early) */
     int woken;               /* thread-per-connection: handed back by the worker pool; sleep_lock */
-    char *raw_uri; /* the target as received, query included: kept for the access log only */
+    char *raw_uri;           /* the target as received, query included (NULL if it has neither a
+                                query nor an access log to go to) */
+    size_t raw_len;          /* its length */
+    const char *uri_at;      /* where libmicrohttpd's read buffer holds the target (mhd_on_uri) */
+    int target_nul;          /* a NUL byte in the target cut libmicrohttpd's string short */
 };
 
 /* What slowsrv keeps of a connection (its socket context): libmicrohttpd has no header-read
@@ -68,6 +73,8 @@ struct conn_watch {
     _Atomic uint64_t deadline; /* headers due by then (timer_now_us); 0 while none are read */
     unsigned requests;         /* begun on this connection */
     size_t target_bytes;       /* the current request's target, query included */
+    struct MHD_Connection *conn;
+    struct mhd_shard *shard;
 };
 
 struct mhd_loop {
@@ -145,6 +152,8 @@ struct mhd_backend {
     /* A paced body has nothing due before due_us: returns 0 if the connection was suspended
      * until then, 1 once the wait is over (the reader asks again). */
     int (*pace)(struct request *rq, uint64_t due_us, uint64_t now_us);
+    /* A connection opened (open 1) or is closing (0). NULL: nothing to do. */
+    void (*conn)(struct conn_watch *w, int open);
 };
 
 extern const struct mhd_backend mhd_backend_epoll, mhd_backend_poll, mhd_backend_select,

@@ -181,38 +181,99 @@ static enum MHD_Result act(struct request *rq, enum exchange_do d)
     return MHD_YES;
 }
 
-/* A query parameter looked up by its exact name (libmicrohttpd's own lookup ignores case, and
- * tells a name without '=' from an absent one only by its length). */
-struct query_find {
-    const char *name;
-    size_t nlen;
-    const char *value;
-    size_t vlen;
-    int found;
-};
-
-static enum MHD_Result find_query(void *cls, enum MHD_ValueKind kind, const char *key,
-                                  size_t key_size, const char *value, size_t value_size)
-{
-    struct query_find *q = cls;
-    (void)kind;
-    if (key_size != q->nlen || memcmp(key, q->name, key_size) != 0)
-        return MHD_YES;
-    q->value = value ? value : "";
-    q->vlen = value ? value_size : 0;
-    q->found = 1;
-    return MHD_NO; /* the first one */
-}
-
+/* Query parameters are read from the target as received (route_query_param), as on libh2o:
+ * libmicrohttpd parses none (mhd_on_uri), so a long query never fills its per-connection pool. */
 static long on_lookup(void *ctx, enum route_input kind, const char *name, char *buf, size_t len)
 {
+    struct request *rq = ctx;
     if (kind == ROUTE_QUERY) {
-        struct query_find q = {name, strlen(name), NULL, 0, 0};
-        MHD_get_connection_values_n(ctx, MHD_GET_ARGUMENT_KIND, find_query, &q);
-        return q.found ? route_value_copy(q.value, q.vlen, buf, len) : -1;
+        const char *q = rq->raw_uri ? memchr(rq->raw_uri, '?', rq->raw_len) : NULL;
+        if (!q)
+            return -1;
+        q++;
+        return route_query_param(q, rq->raw_len - (size_t)(q - rq->raw_uri), name, buf, len);
     }
-    const char *v = MHD_lookup_connection_value(ctx, MHD_HEADER_KIND, name);
+    const char *v = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
     return v ? route_value_copy(v, strlen(v), buf, len) : -1;
+}
+
+/* The head as received, for the core's checks (head.h). libmicrohttpd 0.9.75 parses the head in
+ * place in its read buffer: it writes a NUL over the space after the method, the colon of each
+ * field and each CR and LF, and hands over C strings. A NUL byte the client sent inside a value
+ * therefore cuts the value short where libmicrohttpd reads it ("Content-Length: 0\0 12" is 0),
+ * and would go unseen. In the buffer, though, a field's next line starts right after its value's
+ * one or two line-end NULs: when it starts later, the value hid bytes behind a NUL, and the core
+ * is handed the value with that NUL. A value that does not lie in the buffer at all was unfolded
+ * (obs-fold) into new memory. */
+struct head_walk {
+    struct head *h;
+    struct head_field *f;
+    const char *lo, *hi;  /* the head in the read buffer */
+    const char *prev_end; /* end of the previous field's value, or of the request line */
+};
+
+/* 1 if the bytes [from, to) are one or two line-end NULs (LF, or CR LF), up to `most`. */
+static int line_ends(const char *from, const char *to, size_t most)
+{
+    if (to <= from || (size_t)(to - from) > most)
+        return 0;
+    for (const char *p = from; p < to; p++)
+        if (*p != '\0')
+            return 0;
+    return 1;
+}
+
+static void walk_gap(struct head_walk *w, const char *next, size_t most)
+{
+    size_t i = w->h->nfields;
+    if (!w->prev_end || line_ends(w->prev_end, next, most))
+        return;
+    if (i > 0 && i <= HEAD_MAX_FIELDS)
+        w->f[i - 1].vlen++; /* the NUL that hid the rest */
+}
+
+static enum MHD_Result walk_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  size_t key_size, const char *value, size_t value_size)
+{
+    struct head_walk *w = cls;
+    (void)kind;
+    if (key < w->lo || key >= w->hi || !value || value < w->lo || value >= w->hi) {
+        w->h->folded = 1;
+        w->prev_end = NULL;
+    } else {
+        walk_gap(w, key, 2);
+        w->prev_end = value + value_size;
+    }
+    if (w->h->nfields < HEAD_MAX_FIELDS)
+        w->f[w->h->nfields] = (struct head_field){key, key_size, value ? value : "", value_size};
+    w->h->nfields++;
+    return MHD_YES;
+}
+
+static const struct head *raw_head(struct request *rq, const char *method, const char *version,
+                                   struct head *h, struct head_field *f)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    if (!rq->uri_at || !ci || rq->uri_at <= method)
+        return NULL;
+    *h = (struct head){
+        .method = method, .mlen = strlen(method), .fields = f, .minor = version[7] == '0' ? 0 : 1};
+    /* Between the method and the target: its NUL, and spaces libmicrohttpd skipped. */
+    for (const char *p = method + h->mlen + 1; p < rq->uri_at; p++)
+        if (*p != ' ') {
+            h->mlen++; /* a NUL in the method */
+            break;
+        }
+    h->target = rq->raw_uri ? rq->raw_uri : rq->uri_at;
+    h->tlen = rq->raw_uri ? rq->raw_len : strlen(rq->uri_at);
+    if (rq->target_nul)
+        h->tlen++; /* its NUL: the core refuses it */
+    struct head_walk w = {h, f, method, method + ci->header_size, version + strlen(version)};
+    MHD_get_connection_values_n(rq->conn, MHD_HEADER_KIND, walk_field, &w);
+    /* The last field's line end, then the blank line's. */
+    walk_gap(&w, w.hi, 4);
+    return h;
 }
 
 /* libmicrohttpd 0.9.75 cannot queue an answer while it receives a body (only before it, or after
@@ -279,17 +340,21 @@ enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const cha
             atomic_store_explicit(&w->deadline, 0, memory_order_relaxed);
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        struct head head;
+        struct head_field fields[HEAD_MAX_FIELDS];
         struct route_request in = {
             .method = method,
             .target = url,
             .target_len = strlen(url),
             .lookup = on_lookup,
-            .ctx = conn,
+            .ctx = rq,
             .peer = ci ? ci->client_addr : NULL,
             .raw_target = rq->raw_uri,
+            .raw_target_len = rq->raw_len,
             .header_bytes = header_bytes(conn, method, w ? w->target_bytes : strlen(url), version),
             .target_bytes = w ? w->target_bytes : 0,
-            .last = w && service_request_on_connection(loop->srv->svc, &w->requests)};
+            .last = w && service_request_on_connection(loop->srv->svc, &w->requests),
+            .head = raw_head(rq, method, version, &head, fields)};
         enum exchange_do d = exchange_on_head(&rq->x, loop->srv->svc, loop->shard, &in, on_admit);
         atomic_fetch_add_explicit(&loop->active, 1, memory_order_relaxed);
         *req_cls = rq;
@@ -310,21 +375,34 @@ enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const cha
     return act(rq, exchange_next(&rq->x));
 }
 
-/* The request line is in. With an access log, keeps the target as received: libmicrohttpd hands
- * the handler the path without its query. The record it returns becomes the request's. */
+/* The request line is in: the record it returns becomes the request's. It keeps the target as
+ * received when it has a query (slowsrv reads it: on_lookup) or an access log is open
+ * (libmicrohttpd hands the handler the path alone), and stops libmicrohttpd from parsing the
+ * query itself: this runs on its read buffer before it does, and an empty query is what it then
+ * parses. */
 void *mhd_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     struct mhd_loop *loop = loop_of(cls);
     /* A later request on a kept-alive connection: its headers are due from its request line. */
     struct conn_watch *w = mhd_watch_of(conn);
+    size_t n = strlen(uri);
     mhd_watch_arm(loop, w);
     if (w)
-        w->target_bytes = strlen(uri);
-    if (!loop->srv->svc->access)
-        return NULL;
+        w->target_bytes = n;
     struct request *rq = calloc(1, sizeof *rq);
-    if (rq)
-        rq->raw_uri = strndup(uri, 255);
+    if (!rq)
+        return NULL;
+    rq->uri_at = uri;
+    /* libmicrohttpd ended the target with a NUL over the space before "HTTP/1.x"; an earlier NUL
+     * is one the client sent. */
+    rq->target_nul = strncmp(uri + n + 1, "HTTP/", 5) != 0;
+    char *q = memchr(uri, '?', n);
+    if (q || loop->srv->svc->access) {
+        rq->raw_uri = strndup(uri, n);
+        rq->raw_len = rq->raw_uri ? n : 0;
+    }
+    if (q)
+        q[1] = '\0';
     return rq;
 }
 
