@@ -30,6 +30,8 @@ static int shard_open(struct mhd_loop *loop, char *err)
     if (rc != 0)
         return rc;
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+    if (di)
+        s->ep_fd = di->epoll_fd;
     if (!di || loop_watch(loop, di->epoll_fd, loop->used) != 0) {
         snprintf(err, CORE_ERR_LEN, "epoll: %s", strerror(errno));
         MHD_stop_daemon(s->daemon);
@@ -104,6 +106,33 @@ static void accept_some(struct mhd_loop *loop, uint64_t now)
     }
 }
 
+/* libmicrohttpd 0.9.75's epoll mode reads a connection when its socket turns readable (edge
+ * triggered), and takes a short read as the end of what is there: an end of stream that came
+ * with the last bytes (a client that sends its body, or part of it, then shuts down its side)
+ * is never read, and the connection waits for --idle-timeout, or for ever. So the loop watches
+ * each connection for the peer's shutdown itself, and then has the daemon look at the socket
+ * again: the daemon's own registration is modified to what it was (libmicrohttpd's event mask
+ * and its connection as the key), which reports the socket readable anew; libmicrohttpd then
+ * reads the end of the stream and answers or closes as in the other models. */
+static void conn_epoll(struct conn_watch *w, int open)
+{
+    struct mhd_loop *loop = w->shard->loop;
+    struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLET, .data.ptr = w};
+    if (open)
+        epoll_ctl(loop->ep_fd, EPOLL_CTL_ADD, w->fd, &ev);
+    else
+        epoll_ctl(loop->ep_fd, EPOLL_CTL_DEL, w->fd, NULL);
+}
+
+static void peer_shut(struct conn_watch *w)
+{
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLPRI | EPOLLET,
+                             .data.ptr = w->conn};
+    /* A suspended connection is out of the daemon's set (ENOENT): its wait notices the close. */
+    if (epoll_ctl(w->shard->ep_fd, EPOLL_CTL_MOD, w->fd, &ev) == 0)
+        atomic_store_explicit(&w->shard->due, 1, memory_order_relaxed);
+}
+
 /* epoll model: waits up to wait_us for the shards' sockets, libmicrohttpd's earliest timeout, a
  * new connection or a wake-up, then runs the shards that have something to do. The loop's epoll
  * set holds each daemon's epoll fd (readable while it has events; never epoll_wait()ed here,
@@ -132,11 +161,13 @@ static void run_epoll(struct mhd_loop *loop, uint64_t wait_us)
         else if (next - now < wait_us)
             wait_us = next - now;
     }
-    int n = epoll_wait(loop->ep_fd, ev, (int)loop->nshards + 2, (int)((wait_us + 999) / 1000));
+    int n = epoll_wait(loop->ep_fd, ev, MAX_SHARDS + 2, (int)((wait_us + 999) / 1000));
     now = timer_now_us();
     for (int i = 0; i < n; i++) {
         uint64_t k = ev[i].data.u64;
-        if (k < loop->nshards)
+        if (k > loop->nshards + 1)
+            peer_shut(ev[i].data.ptr);
+        else if (k < loop->nshards)
             atomic_store_explicit(&loop->shards[k].due, 1, memory_order_relaxed);
         else if (k == loop->nshards)
             mhd_drain_wake(loop);
@@ -169,4 +200,5 @@ const struct mhd_backend mhd_backend_epoll = {
     .hold = mhd_loop_hold,
     .admit = mhd_loop_admit,
     .pace = mhd_loop_pace,
+    .conn = conn_epoll,
 };

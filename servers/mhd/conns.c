@@ -46,6 +46,8 @@ void mhd_on_connection(void *cls, struct MHD_Connection *conn, void **socket_con
         if (!ci || !(w = calloc(1, sizeof *w)))
             return;
         w->fd = ci->connect_fd;
+        w->conn = conn;
+        w->shard = shard;
         /* The first request's headers are due from the connection's opening, as in nginx. */
         mhd_watch_arm(loop, w);
         pthread_mutex_lock(&loop->watch_lock);
@@ -55,12 +57,16 @@ void mhd_on_connection(void *cls, struct MHD_Connection *conn, void **socket_con
         loop->watched = w;
         pthread_mutex_unlock(&loop->watch_lock);
         *socket_context = w;
+        if (loop->srv->backend->conn)
+            loop->srv->backend->conn(w, 1);
         return;
     }
     atomic_fetch_sub_explicit(&shard->conns, 1, memory_order_relaxed);
     service_conn_closed(loop->srv->svc);
     if (!w)
         return;
+    if (loop->srv->backend->conn)
+        loop->srv->backend->conn(w, 0);
     pthread_mutex_lock(&loop->watch_lock);
     if (w->prev)
         w->prev->next = w->next;
