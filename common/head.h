@@ -14,11 +14,11 @@
  *   a folded field value (obs-fold)                                      400
  *   Content-Length that is not one plain number, or sent twice           400
  *   Content-Length and Transfer-Encoding together                        400
- *   Transfer-Encoding other than chunked alone (gzip; chunked, identity;  400
- *     gzip, chunked; xchunked)
+ *   Transfer-Encoding other than one field "chunked" (gzip; chunked,      400
+ *     identity; gzip, chunked; chunked,; xchunked)
  *   Transfer-Encoding in an HTTP/1.0 request                             400
  *   HTTP/1.1 without Host, or Host sent twice                            400
- *   Expect other than 100-continue                                       417
+ *   an Expect other than 100-continue                                    417
  *
  * Pure functions over what the engine hands in; no state, any thread.
  */

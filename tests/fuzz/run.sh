@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds the libFuzzer targets with clang in build-fuzz/ and fuzzes each TARGET named (default:
-# all of them: multipart multipart_oracle delay config route), one after the other, for
+# all of them: multipart multipart_oracle delay config route head), one after the other, for
 # FUZZ_SECONDS each (default 60). Before fuzzing a target, its past findings
 # (tests/fuzz/findings/<target>-*) are run once: one that fails again counts as a finding and
 # that target is not fuzzed. New inputs go to build-fuzz/fuzz-<target>/corpus (kept between
@@ -11,10 +11,10 @@
 # Needs clang and libclang-rt-<version>-dev (apt-get install -y clang libclang-rt-14-dev).
 # Usage: tests/fuzz/run.sh [TARGET...]
 #        FUZZ_SECONDS=60 tests/fuzz/run.sh multipart
-#        FUZZ_SECONDS=30 tests/fuzz/run.sh delay config route
+#        FUZZ_SECONDS=30 tests/fuzz/run.sh delay config route head
 set -eu
 
-all="multipart multipart_oracle delay config route"
+all="multipart multipart_oracle delay config route head"
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 seconds=${FUZZ_SECONDS:-60}

@@ -104,6 +104,10 @@ static const struct head_case cases[] = {
     {R("GET /echo HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n"), 400},
     {R("GET /echo HTTP/1.0\r\nHost: x\r\nhost: x\r\n\r\n"), 400},
     {R("GET /echo HTTP/1.1\r\nHost: x\r\nExpect: foo\r\n\r\n"), 417},
+    {R("GET /echo HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nExpect: 100-continue\r\n\r\n"), 417},
+    /* found by fuzz_head: an empty list element after chunked */
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked,\r\n\r\n"), 400},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \tchunked \r\n\r\n"), 0},
 };
 
 static void heads_get_their_answer(void)
