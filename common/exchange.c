@@ -103,10 +103,13 @@ static void take_answer(struct exchange *x)
 {
     struct upload_answer ans;
     upload_finish(x->upload, &ans);
-    /* An upload error is answered at once; a success keeps the plan's delay (?delay=). */
+    /* An upload error is answered at once, and the connection is closed after it on both
+     * binaries (slowsrv must answer an error found mid-body before the body ends, so it closes;
+     * one behaviour); a success keeps the plan's delay (?delay=). */
     if (ans.status != 200) {
         x->plan.delay_us = 0;
         x->plan.timing = NULL;
+        x->plan.close = 1;
     }
     x->plan.action = PLAN_RESPOND;
     x->plan.status = (unsigned)ans.status;
