@@ -40,11 +40,25 @@ struct h2s_request {
     h2o_req_t *req;
     struct h2s_loop *loop;
     int in_inbox; /* admitted by another thread, not yet taken by the loop; under inbox_lock */
-    h2o_generator_t gen; /* a paced body (?drip=, ?fault=truncate) */
-    uint64_t sent;       /* its bytes handed to libh2o so far */
-    int sending;         /* bytes handed to libh2o and not yet sent (proceed is due) */
-    int head_sent;       /* the head went out ahead of the first chunk */
+    h2o_generator_t gen;   /* a paced body (?drip=, ?fault=truncate) */
+    uint64_t sent;         /* its bytes handed to libh2o so far */
+    int sending;           /* bytes handed to libh2o and not yet sent (proceed is due) */
+    int head_sent;         /* the head went out ahead of the first chunk */
+    struct h2s_conn *conn; /* while its whole answer is being sent (send_plan), else NULL */
 };
+
+struct h2s_conn {
+    struct h2s_loop *loop;
+    h2o_socket_t *sock;
+    struct h2s_conn *prev, *next; /* the loop's open connections */
+    unsigned requests;            /* begun on this connection */
+    unsigned answering;           /* answers handed to libh2o and not yet sent (send_plan) */
+    size_t written;               /* sock->bytes_written when last seen moving */
+    uint64_t still_since;         /* since when it has not moved while an answer waits */
+};
+
+/* The connection that carries req, or NULL. */
+static struct h2s_conn *conn_of(h2o_req_t *req);
 
 struct h2s_loop {
     struct app_server *srv;
@@ -73,6 +87,7 @@ struct h2s_loop {
     size_t active;          /* requests begun and not disposed; loop thread only */
     struct drain drain;     /* its stop (drain.h) */
     struct h2s_conn *conns; /* its open connections (on_accept, on_conn_close) */
+    uint64_t next_sweep;    /* when sweep_stalled runs next */
 };
 
 struct app_server {
@@ -234,6 +249,30 @@ static void break_connection(struct h2s_request *r, int rst)
     h2o_send_error_503(req, "Service Unavailable", "", 0);
 }
 
+static void on_whole_proceed(h2o_generator_t *gen, h2o_req_t *req)
+{
+    (void)gen;
+    (void)req;
+}
+
+/* The plan's body as it is, not copied (h2o_send_inline copies it into the request's pool): it
+ * lives as long as the request, and a client that stops reading, or an HTTP/2 stream whose
+ * window stays shut, then holds no copy of a large ?size= body. */
+static void send_plan(struct h2s_request *r)
+{
+    const struct plan *p = &r->x.plan;
+    start_answer(r, p->status, p->content_type, p->body_len);
+    h2o_iovec_t buf = h2o_iovec_init(p->body, p->body_len);
+    if ((r->conn = conn_of(r->req)) != NULL)
+        r->conn->answering++;
+    r->gen.proceed = on_whole_proceed;
+    r->gen.stop = on_paced_stop;
+    h2o_start_response(r->req, &r->gen);
+    /* HEAD: the head alone (h2o_send, unlike h2o_send_inline, would send the body too). */
+    int head = h2o_memis(r->req->method.base, r->req->method.len, H2O_STRLIT("HEAD"));
+    h2o_send(r->req, &buf, p->body_len && !head ? 1 : 0, H2O_SEND_STATE_FINAL);
+}
+
 static void respond(struct h2s_request *r)
 {
     const struct plan *p = &r->x.plan;
@@ -256,7 +295,7 @@ static void respond(struct h2s_request *r)
         h2o_send_error_503(r->req, "Service Unavailable", "out of memory", 0);
         return;
     }
-    send_answer(r, p->status, p->content_type, p->body, p->body_len);
+    send_plan(r);
 }
 
 static void on_dispose(void *p)
@@ -266,6 +305,9 @@ static void on_dispose(void *p)
     /* Out of the pool first: once pool_leave has returned, no thread can hand r back. */
     exchange_end(&r->x, &loop->timers);
     loop->active--;
+    /* Before its connection's on_conn_close: libh2o disposes a connection's requests first. */
+    if (r->conn)
+        r->conn->answering--;
     /* Handed back by another thread but not yet taken: it must not be taken after this. */
     pthread_mutex_lock(&loop->inbox_lock);
     if (r->in_inbox) {
@@ -401,12 +443,6 @@ static void take_inbox(struct h2s_loop *loop)
 }
 
 /* What slowsrv keeps of a connection: the socket's on_close data. */
-struct h2s_conn {
-    struct h2s_loop *loop;
-    h2o_socket_t *sock;
-    struct h2s_conn *prev, *next; /* the loop's open connections */
-    unsigned requests;            /* begun on this connection */
-};
 
 static void on_conn_close(void *data)
 {
@@ -421,15 +457,44 @@ static void on_conn_close(void *data)
     free(c);
 }
 
+static struct h2s_conn *conn_of(h2o_req_t *req)
+{
+    h2o_socket_t *sock =
+        req->conn->callbacks->get_socket ? req->conn->callbacks->get_socket(req->conn) : NULL;
+    return sock && sock->on_close.cb == on_conn_close ? sock->on_close.data : NULL;
+}
+
+/* A client that stops reading: an answer (or HTTP/2 frames) waits to be written and nothing
+ * has moved on the socket for --idle-timeout. The connection is shut down; libh2o then fails
+ * its write and closes it. Its memory is bounded meanwhile: bodies are sent from where they
+ * live, never copied (send_plan). Runs every STALL_EVERY_US from the loop (serve). */
+static void sweep_stalled(struct h2s_loop *loop, uint64_t now)
+{
+    uint64_t limit = loop->srv->cfg->idle_timeout_us;
+    size_t cut = 0;
+    for (struct h2s_conn *c = loop->conns; c; c = c->next) {
+        int waiting = c->answering || h2o_socket_is_writing(c->sock);
+        if (!waiting || c->sock->bytes_written != c->written) {
+            c->written = c->sock->bytes_written;
+            c->still_since = now;
+        } else if (now - c->still_since >= limit) {
+            shutdown(h2o_socket_get_fd(c->sock), SHUT_RDWR);
+            c->still_since = UINT64_MAX / 2; /* once */
+            cut++;
+        }
+    }
+    if (cut)
+        LOG(loop->srv->log, LOG_LEVEL_DEBUG,
+            "closed %zu connections that read nothing for --idle-timeout", cut);
+}
+
 /* --max-requests: 1 if this is the last HTTP/1.1 request the connection may carry (it is answered
  * with Connection: close, and what was pipelined after it goes with the connection). */
 static int last_request(h2o_req_t *req, const struct service *svc)
 {
     if (!svc->max_requests)
         return 0;
-    h2o_socket_t *sock =
-        req->conn->callbacks->get_socket ? req->conn->callbacks->get_socket(req->conn) : NULL;
-    struct h2s_conn *c = sock && sock->on_close.cb == on_conn_close ? sock->on_close.data : NULL;
+    struct h2s_conn *c = conn_of(req);
     return c && service_request_on_connection(svc, &c->requests) && req->version < 0x200;
 }
 
@@ -454,25 +519,18 @@ int phr_parse_request(const char *buf, size_t len, const char **method, size_t *
                       const char **path, size_t *path_len, int *minor_version,
                       struct phr_header *headers, size_t *num_headers, size_t last_len);
 
-/* libh2o 2.2.5's HTTP/1.x connection (lib/core/http1.c) begins with its public part and its
- * socket, whose input buffer holds the request's head as received until the answer is done.
- * libh2o keeps only the first Content-Length, folds Host, Expect and Transfer-Encoding away
- * from req->headers, and reads the body before the handler: the core's checks need the head
- * itself. */
-struct h1_conn_start {
-    h2o_conn_t super;
-    h2o_socket_t *sock;
-};
-_Static_assert(H2O_LIBRARY_VERSION_MAJOR == 0 && H2O_LIBRARY_VERSION_MINOR == 13,
-               "struct h1_conn_start mirrors libh2o 0.13 (h2o 2.2); check it against http1.c");
-
 /* The HTTP/1.x head of req as received, parsed again into *h (fields into f), or NULL over
- * HTTP/2 or if the buffer does not start with this request (then libh2o's own checks stand). */
+ * HTTP/2 or if the buffer does not start with this request (then libh2o's own checks stand).
+ * libh2o keeps only the first Content-Length, folds Host, Expect and Transfer-Encoding away from
+ * req->headers, and reads the body before the handler; but its HTTP/1.x connection keeps the
+ * head as received at the start of the socket's input buffer until the answer is done. */
 static const struct head *raw_head(h2o_req_t *req, struct head *h, struct head_field *f)
 {
     if (req->version >= 0x200)
         return NULL;
-    h2o_buffer_t *in = ((struct h1_conn_start *)(void *)req->conn)->sock->input;
+    h2o_socket_t *sock =
+        req->conn->callbacks->get_socket ? req->conn->callbacks->get_socket(req->conn) : NULL;
+    h2o_buffer_t *in = sock ? sock->input : NULL;
     struct phr_header ph[HEAD_MAX_FIELDS + 1];
     size_t n = HEAD_MAX_FIELDS + 1;
     const char *m, *path;
@@ -581,6 +639,9 @@ static void on_accept(h2o_socket_t *listener, const char *err)
         c->loop = loop;
         c->sock = sock;
         c->requests = 0;
+        c->answering = 0;
+        c->written = 0;
+        c->still_since = timer_now_us();
         c->prev = NULL;
         c->next = loop->conns;
         if (c->next)
@@ -640,6 +701,9 @@ static int turn(struct h2s_loop *loop, uint64_t wait_ms)
 /* Serves until the stop is over (drain.h). On giving up, parked requests of every loop are
  * handed back (harmless if another loop did it) and what waits is answered "server stopping",
  * then and on every turn after. */
+/* How often a loop looks for stalled readers: --idle-timeout is kept to within this. */
+#define STALL_EVERY_US (250 * 1000)
+
 static void serve(struct h2s_loop *loop)
 {
     struct app_server *srv = loop->srv;
@@ -666,6 +730,13 @@ static void serve(struct h2s_loop *loop)
             return;
         }
         uint64_t wait_us = stopping ? DRAIN_TICK_MS * 1000 : UINT64_MAX;
+        if (srv->cfg->idle_timeout_us) {
+            if (now >= loop->next_sweep) {
+                sweep_stalled(loop, now);
+                loop->next_sweep = now + STALL_EVERY_US;
+            }
+            wait_us = wait_us < STALL_EVERY_US ? wait_us : STALL_EVERY_US;
+        }
         if (turn(loop, drain_wait_us(&loop->drain, timer_now_us(), wait_us) / 1000) != 0)
             return;
     }

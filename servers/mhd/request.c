@@ -24,10 +24,13 @@ static void add_plan_headers(struct MHD_Response *resp, const struct plan *p)
         MHD_add_response_header(resp, p->headers[i].name, p->headers[i].value);
 }
 
+/* The body is not copied: it lives as long as the request (the route table's text, the shared
+ * ?size= filler, the plan's or the upload's own buffer), which libmicrohttpd frees only after it
+ * is done with the answer. A client that stops reading thus holds no copy of a large body. */
 static struct MHD_Response *build_response(const struct plan *p)
 {
     struct MHD_Response *resp = MHD_create_response_from_buffer(
-        p->body_len, (void *)(uintptr_t)p->body, MHD_RESPMEM_MUST_COPY);
+        p->body_len, (void *)(uintptr_t)p->body, MHD_RESPMEM_PERSISTENT);
     if (resp)
         add_plan_headers(resp, p);
     return resp;

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The HTTP/1.1 conformance corpus: sends every request of tests/conformance/h1/*.req to one
 binary in one thread model, and compares what came back with expected.txt.
 
@@ -170,9 +170,10 @@ def free_port():
     return port
 
 
-def start(binary, model):
+def start(binary, model, extra=()):
     port = free_port()
     args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--idle-timeout", "30s"]
+    args += list(extra)
     if model:
         args += ["--model", model]
     err = tempfile.TemporaryFile()
@@ -190,6 +191,20 @@ def start(binary, model):
     proc.kill()
     err.seek(0)
     sys.exit("run_h1: %s did not start: %s" % (binary, err.read().decode()))
+
+
+def stop(proc):
+    """SIGTERM, then the exit status (-1 if it took over 15 s); prints stderr if not 0."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        rc = proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        rc = -1
+    if rc != 0:
+        proc.err.seek(0)
+        print("the server exited %d: %s" % (rc, proc.err.read().decode(errors="replace")[-2000:]))
+    return rc
 
 
 def engine_of(binary):
@@ -259,16 +274,8 @@ def main():
                 print("     sent %r" % data[:200])
                 print("     read %r" % buf[:300])
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            rc = proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            rc = -1
-        proc.err.seek(0)
-        err = proc.err.read().decode(errors="replace")
+        rc = stop(proc)
     if rc != 0:
-        print("the server exited %d: %s" % (rc, err[-2000:]))
         failed += 1
     n = len([c for c in cases if not only or c in only])
     print("%s%s: %d cases, %d failed" % (engine, "." + model if model else "", n, failed))
