@@ -13,6 +13,9 @@ static enum exchange_do decide(struct exchange *x, enum exchange_do next)
 {
     x->state = EXCHANGE_DECIDED;
     x->next = next;
+    /* An answer given during the stop closes its connection (service_stop). */
+    if (next == EXCHANGE_DO_ANSWER && x->svc && service_stopping(x->svc))
+        x->plan.close = 1;
     return next;
 }
 
@@ -64,7 +67,9 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
     x->due_us = 0;
     x->sent_us = 0;
     route_plan(&svc->routes, rq, &x->plan);
+    /* --max-requests' last request (an answer given during the stop closes too: decide). */
     x->plan.close = rq->last;
+    x->svc = svc;
     const char *why;
     unsigned bad = rq->head ? head_check(rq->head, &why) : 0;
     if (bad) {

@@ -23,7 +23,8 @@
  * --grace runs out, or is still queued for a worker when the server stops, is answered 503
  * {"error": "server stopping"} with Connection: close; one that finds the timer heap full is
  * answered 503 "too many waiting requests" (the engines size the heap so that this cannot
- * happen); a drip cut short by the stop is closed mid-body, as its head is out already.
+ * happen); a drip cut short by the stop is closed mid-body, as its head is out already; every
+ * answer given once the stop began (service_stop) carries Connection: close.
  *
  * An exchange belongs to the loop that began it. Calls on it come from one thread at a time: the
  * loop's, or the library thread that runs the request (thread-per-connection, the poll model),
@@ -96,6 +97,7 @@ struct exchange {
     enum exchange_do next; /* what exchange_next returns once the body is in */
     unsigned answered;     /* status of the queued answer, 0 if none */
     struct stats_shard *shard;
+    struct service *svc;                 /* whose stop makes every answer close its connection */
     struct upload *upload;               /* PLAN_UPLOAD only, between exchange_on_head and _end */
     uint64_t decided_at;                 /* upload bytes received when its answer was decided */
     struct pool *pool;                   /* the table's worker pool, or NULL */

@@ -37,6 +37,7 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
     s->max_requests = cfg->max_requests;
     atomic_init(&s->connections, 0);
     atomic_init(&s->refused, 0);
+    atomic_init(&s->stopping, 0);
     route_table_init(&s->routes, cfg);
     for (size_t i = 0; i < ROUTE_MAX; i++)
         s->route_pools[i] = NULL;
@@ -81,6 +82,16 @@ void service_flush(struct service *s)
     for (size_t i = 0; i < s->routes.count; i++)
         if (s->route_pools[i])
             pool_flush(s->route_pools[i]);
+}
+
+void service_stop(struct service *s)
+{
+    atomic_store_explicit(&s->stopping, 1, memory_order_release);
+}
+
+int service_stopping(const struct service *s)
+{
+    return atomic_load_explicit(&s->stopping, memory_order_acquire);
 }
 
 int service_conn_admit(struct service *s)

@@ -30,6 +30,7 @@ struct service {
     unsigned max_requests;     /* --max-requests per HTTP/1.1 connection; 0: unlimited */
     atomic_size_t connections; /* open now */
     _Atomic uint64_t refused;  /* connections refused at the limit */
+    atomic_int stopping;       /* SIGTERM/SIGINT came: the drain is on (service_stop) */
 };
 
 /* Builds the routes and worker pool of cfg (which must outlive s) and counters split into
@@ -40,6 +41,13 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
 
 /* Frees what service_init made. */
 void service_cleanup(struct service *s);
+
+/* The server stops (SIGTERM, SIGINT): from now on every answer closes its connection
+ * (exchange.h), and the engines close the connections that carry no request. Thread-safe. */
+void service_stop(struct service *s);
+
+/* 1 once service_stop ran. */
+int service_stopping(const struct service *s);
 
 /* A connection was accepted: returns 0 and counts it open, or -EBUSY if --max-connections are
  * already open (counted as refused): the engine closes it at once. Thread-safe. */

@@ -165,6 +165,7 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     sd_notify(0, "STOPPING=1");
     LOG(&lg, LOG_LEVEL_INFO, "%s: draining for up to %llu ms", strsignal(sig),
         (unsigned long long)(cfg.grace_us / 1000));
+    service_stop(&svc);
     engine->stop(srv);
     engine->free(srv);
     service_cleanup(&svc);

@@ -19,6 +19,7 @@
 #include <openssl/ssl.h>
 
 #include "drain.h"
+#include "net.h"
 #include "exchange.h"
 #include "service.h"
 #include "route.h"
@@ -45,6 +46,7 @@ struct h2s_request {
     int sending;           /* bytes handed to libh2o and not yet sent (proceed is due) */
     int head_sent;         /* the head went out ahead of the first chunk */
     struct h2s_conn *conn; /* while its whole answer is being sent (send_plan), else NULL */
+    struct h2s_conn *on;   /* the connection it came on, or NULL */
 };
 
 struct h2s_conn {
@@ -53,6 +55,8 @@ struct h2s_conn {
     struct h2s_conn *prev, *next; /* the loop's open connections */
     unsigned requests;            /* begun on this connection */
     unsigned answering;           /* answers handed to libh2o and not yet sent (send_plan) */
+    unsigned active;              /* requests under way on it (on_req to on_dispose) */
+    int h2;                       /* it carried an HTTP/2 request */
     size_t written;               /* sock->bytes_written when last seen moving */
     uint64_t still_since;         /* since when it has not moved while an answer waits */
 };
@@ -308,6 +312,8 @@ static void on_dispose(void *p)
     /* Before its connection's on_conn_close: libh2o disposes a connection's requests first. */
     if (r->conn)
         r->conn->answering--;
+    if (r->on)
+        r->on->active--;
     /* Handed back by another thread but not yet taken: it must not be taken after this. */
     pthread_mutex_lock(&loop->inbox_lock);
     if (r->in_inbox) {
@@ -577,6 +583,10 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     memset(r, 0, sizeof *r);
     r->req = req;
     r->loop = loop;
+    if ((r->on = conn_of(req)) != NULL) {
+        r->on->active++;
+        r->on->h2 |= req->version >= 0x200;
+    }
     struct sockaddr_storage peer;
     socklen_t plen = req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&peer);
     struct head head;
@@ -625,8 +635,9 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     /* Take what the backlog holds, a bounded batch per wake-up so one loop cannot starve. */
     for (int i = 0; i < NET_ACCEPT_BATCH && (sock = h2o_evloop_socket_accept(listener)) != NULL;
          i++) {
-        /* Over --max-connections (all loops together): closed at once. */
+        /* Over --max-connections (all loops together): reset at once, as on slowsrv. */
         if (service_conn_admit(loop->srv->svc) != 0) {
+            net_reset(h2o_socket_get_fd(sock));
             h2o_socket_close(sock);
             continue;
         }
@@ -640,6 +651,8 @@ static void on_accept(h2o_socket_t *listener, const char *err)
         c->sock = sock;
         c->requests = 0;
         c->answering = 0;
+        c->active = 0;
+        c->h2 = 0;
         c->written = 0;
         c->still_since = timer_now_us();
         c->prev = NULL;
@@ -669,6 +682,12 @@ static void quiesce(struct h2s_loop *loop)
     h2o_socket_read_stop(loop->listener);
     h2o_socket_close(loop->listener);
     loop->listener = NULL;
+    /* An HTTP/1.x connection that carries no request is shut down, as on slowsrv (its
+     * conns.c); libh2o then closes it. HTTP/2 ones get libh2o's GOAWAY and end with their
+     * streams. One whose request is under way is served and closed after its answer. */
+    for (struct h2s_conn *c = loop->conns; c; c = c->next)
+        if (!c->active && !c->h2)
+            shutdown(h2o_socket_get_fd(c->sock), SHUT_RDWR);
 }
 
 static void on_wake(h2o_socket_t *sock, const char *err)
@@ -862,6 +881,9 @@ static int setup_globalconf(struct app_server *srv, char *err)
     g->http1.req_timeout = h1 ? h1 / 1000 : UINT32_MAX;
     g->http2.idle_timeout =
         srv->cfg->idle_timeout_us ? srv->cfg->idle_timeout_us / 1000 : UINT32_MAX;
+    /* The TLS handshake counts in --header-timeout (libh2o's own default is 10 s), as the
+     * first request's head is due from the connection's opening on slowsrv too. */
+    g->handshake_timeout = ht ? ht / 1000 : UINT32_MAX;
     h2o_hostconf_t *host =
         h2o_config_register_host(g, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);

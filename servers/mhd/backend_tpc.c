@@ -84,6 +84,7 @@ void mhd_tpc_drain(struct app_server *srv)
         switch (drain_step(&loop->drain, 1, mhd_active_total(srv), timer_now_us())) {
         case DRAIN_QUIESCE:
             mhd_quiesce_daemon(loop);
+            mhd_watch_close_idle(loop);
             break;
         case DRAIN_GIVE_UP:
             service_flush(srv->svc);

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "mhd.h"
+#include "net.h"
 
 void mhd_watch_arm(struct mhd_loop *loop, struct conn_watch *w)
 {
@@ -17,20 +18,13 @@ void mhd_watch_arm(struct mhd_loop *loop, struct conn_watch *w)
         atomic_store_explicit(&w->deadline, timer_now_us() + t, memory_order_relaxed);
 }
 
+static struct conn_watch refused;
+
 struct conn_watch *mhd_watch_of(struct MHD_Connection *conn)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    return ci ? ci->socket_context : NULL;
-}
-
-/* --max-connections over every loop: refused connections are closed at once by MHD. */
-enum MHD_Result mhd_on_accept_policy(void *cls, const struct sockaddr *addr, socklen_t len)
-{
-    struct mhd_loop *loop = ((struct mhd_shard *)cls)->loop;
-    (void)addr;
-    (void)len;
-    return service_conn_admit(loop->srv->svc) == 0 ? MHD_YES : MHD_NO;
+    return ci && ci->socket_context != &refused ? ci->socket_context : NULL;
 }
 
 void mhd_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -43,6 +37,16 @@ void mhd_on_connection(void *cls, struct MHD_Connection *conn, void **socket_con
         atomic_fetch_add_explicit(&shard->conns, 1, memory_order_relaxed);
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        /* --max-connections over every loop: beyond it a connection is reset at once, without
+         * an answer, and counted (connections.refused), on every model alike. libmicrohttpd's
+         * own limit lies above it (daemon.c), so it never leaves one in the backlog instead;
+         * it sees the reset and closes the connection. */
+        if (service_conn_admit(loop->srv->svc) != 0) {
+            if (ci)
+                net_reset(ci->connect_fd);
+            *socket_context = &refused;
+            return;
+        }
         if (!ci || !(w = calloc(1, sizeof *w)))
             return;
         w->fd = ci->connect_fd;
@@ -62,6 +66,10 @@ void mhd_on_connection(void *cls, struct MHD_Connection *conn, void **socket_con
         return;
     }
     atomic_fetch_sub_explicit(&shard->conns, 1, memory_order_relaxed);
+    if (w == &refused) {
+        *socket_context = NULL;
+        return;
+    }
     service_conn_closed(loop->srv->svc);
     if (!w)
         return;
@@ -103,6 +111,19 @@ void mhd_watch_sweep(struct mhd_loop *loop, uint64_t now)
     pthread_mutex_unlock(&loop->watch_lock);
     if (cut)
         LOG(loop->srv->log, LOG_LEVEL_DEBUG, "closed %zu connections over --header-timeout", cut);
+}
+
+/* The stop: a connection that carries no request is shut down (libmicrohttpd reads the end of
+ * the stream and closes it), as nginx closes its idle keep-alive connections when it stops, on
+ * every model and on slowsrv-h2o alike. One whose request is under way is served within --grace
+ * and closed after its answer (Connection: close, exchange.h). */
+void mhd_watch_close_idle(struct mhd_loop *loop)
+{
+    pthread_mutex_lock(&loop->watch_lock);
+    for (struct conn_watch *w = loop->watched; w; w = w->next)
+        if (!atomic_load_explicit(&w->busy, memory_order_acquire))
+            shutdown(w->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&loop->watch_lock);
 }
 
 /* thread-per-connection: no loop of ours runs, so a thread sweeps. */

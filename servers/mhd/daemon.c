@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <sys/select.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -12,6 +13,9 @@
  * keep-alive connection once it has served a request; 8 KiB still holds request headers of
  * several KiB, the request line and our small responses. */
 #define CONN_MEMORY_LIMIT (8 * 1024)
+
+/* Connections refused over --max-connections that libmicrohttpd has not closed yet. */
+#define REFUSED_ROOM 256
 
 __attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -48,7 +52,13 @@ int mhd_start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err)
     OPT(MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, (void *)(uintptr_t)srv->log);
     if (srv->cfg->model != CONFIG_MODEL_EPOLL)
         OPT(MHD_OPTION_LISTEN_SOCKET, shard->loop->listen_fd, NULL);
-    OPT(MHD_OPTION_CONNECTION_LIMIT, conn_limit, NULL);
+    /* Above --max-connections, which slowsrv applies itself (mhd_on_connection): at its own
+     * limit libmicrohttpd stops accepting, and refused connections hold a slot until it has
+     * closed them. select: at most FD_SETSIZE - 4. */
+    unsigned mhd_limit = conn_limit + REFUSED_ROOM;
+    if (srv->cfg->model == CONFIG_MODEL_SELECT && mhd_limit > FD_SETSIZE - 4)
+        mhd_limit = FD_SETSIZE - 4;
+    OPT(MHD_OPTION_CONNECTION_LIMIT, mhd_limit, NULL);
     OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, conn_memory(srv->cfg), NULL);
     /* In seconds. libmicrohttpd never times out a suspended (waiting) connection. It also
      * reclaims the connections its epoll mode loses when a client closes mid-body. */
@@ -65,8 +75,8 @@ int mhd_start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err)
     }
     OPT(MHD_OPTION_END, 0, NULL);
 #undef OPT
-    shard->daemon = MHD_start_daemon(flags, 0, mhd_on_accept_policy, shard, mhd_on_request, shard,
-                                     MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    shard->daemon = MHD_start_daemon(flags, 0, NULL, NULL, mhd_on_request, shard, MHD_OPTION_ARRAY,
+                                     opts, MHD_OPTION_END);
     if (!shard->daemon) {
         if (srv->tls_cert)
             snprintf(err, CORE_ERR_LEN,

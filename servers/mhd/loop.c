@@ -198,6 +198,7 @@ void *mhd_loop_main(void *arg)
             break;
         case DRAIN_QUIESCE:
             backend->quiesce(loop);
+            mhd_watch_close_idle(loop);
             break;
         case DRAIN_GIVE_UP:
             /* Parked requests of every loop are handed back; harmless if another loop did it. */

@@ -75,6 +75,7 @@ struct conn_watch {
     size_t target_bytes;       /* the current request's target, query included */
     struct MHD_Connection *conn;
     struct mhd_shard *shard;
+    atomic_int busy; /* a request is under way on it (from its request line to its end) */
 };
 
 struct mhd_loop {
@@ -159,6 +160,9 @@ struct mhd_backend {
 extern const struct mhd_backend mhd_backend_epoll, mhd_backend_poll, mhd_backend_select,
     mhd_backend_tpc;
 
+/* The stop: shuts down the loop's connections that carry no request (conns.c). */
+void mhd_watch_close_idle(struct mhd_loop *loop);
+
 /* request.c */
 enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                const char *method, const char *version, const char *upload_data,
@@ -171,7 +175,6 @@ int mhd_build_cache(struct app_server *srv, struct MHD_Response **cache);
 void mhd_free_cache(struct MHD_Response **cache, size_t n);
 
 /* conns.c */
-enum MHD_Result mhd_on_accept_policy(void *cls, const struct sockaddr *addr, socklen_t len);
 void mhd_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                        enum MHD_ConnectionNotificationCode toe);
 /* The connection's record, or NULL. */

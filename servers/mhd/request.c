@@ -390,8 +390,10 @@ void *mhd_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     struct conn_watch *w = mhd_watch_of(conn);
     size_t n = strlen(uri);
     mhd_watch_arm(loop, w);
-    if (w)
+    if (w) {
         w->target_bytes = n;
+        atomic_store_explicit(&w->busy, 1, memory_order_release);
+    }
     struct request *rq = calloc(1, sizeof *rq);
     if (!rq)
         return NULL;
@@ -414,8 +416,10 @@ void mhd_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 {
     struct mhd_loop *loop = loop_of(cls);
     struct request *rq = *req_cls;
-    (void)conn;
+    struct conn_watch *w = mhd_watch_of(conn);
     (void)toe;
+    if (w)
+        atomic_store_explicit(&w->busy, 0, memory_order_release);
     if (!rq)
         return;
     if (rq->started) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int make_cert(const struct itest_env *env, char *cert, char *key, size_t len)
 {
@@ -52,6 +53,33 @@ static void tls_serves_https(const struct itest_env *env)
 }
 
 /* HTTP/2 over cleartext, with prior knowledge and by Upgrade: h2c, answers the same bytes. */
+/* --header-timeout counts from the connection's opening, the TLS handshake included: a client
+ * that connects to the HTTPS port and sends nothing is closed after it, on both binaries
+ * (libh2o's own handshake timeout is 10 s). */
+static void tls_handshake_within_header_timeout(const struct itest_env *env)
+{
+    char cert[300], key[300], buf[64];
+    struct server s;
+    int closed;
+    CHECK_INT(make_cert(env, cert, key, sizeof cert), 0);
+    const char *args[] = {"--header-timeout", "1s", "--tls-cert", cert, "--tls-key", key, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    int fd = raw_connect(s.port);
+    double t0 = now_seconds();
+    read_until_close(fd, buf, sizeof buf, 5000, &closed);
+    double took = now_seconds() - t0;
+    close(fd);
+    if (!closed || took < 0.9 || took > 2.5)
+        CHECK_FAIL_("a silent TLS client was %s after %.2f s (want closed after about 1 s)",
+                    closed ? "closed" : "still open", took);
+    else
+        check_passed++;
+    stop_expect_clean(&s);
+}
+
 static void h2c_prior_knowledge_and_upgrade(const struct itest_env *env)
 {
     struct server s;
@@ -324,6 +352,7 @@ static void h2_streams_capped_at_100_per_connection(const struct itest_env *env)
 
 static const struct itest_case cases[] = {
     {"tls_serves_https", tls_serves_https, ITEST_PLAIN, 0},
+    {"tls_handshake_within_header_timeout", tls_handshake_within_header_timeout, ITEST_PLAIN, 0},
     {"h2c_prior_knowledge_and_upgrade", h2c_prior_knowledge_and_upgrade, ITEST_PLAIN, ENGINE_HTTP2},
     {"h2_over_tls_by_alpn", h2_over_tls_by_alpn, ITEST_PLAIN, ENGINE_HTTP2},
     {"h2_thousand_streams_on_ten_connections", h2_thousand_streams_on_ten_connections, ITEST_PLAIN,

@@ -1307,6 +1307,56 @@ static void stop_serves_the_queue_within_grace(const struct itest_env *env)
         check_passed++;
 }
 
+/* On SIGTERM, a connection that carries no request is closed at once (a kept-alive one between
+ * requests, one opened but silent), and one whose request waits is answered within --grace with
+ * Connection: close, on every model of both binaries (issue 15, item 11: a request sent on an
+ * idle connection during the drain was served on some models and reset on others). */
+static void stop_closes_idle_connections(const struct itest_env *env)
+{
+    struct server s;
+    char buf[1024], log[8192];
+    int closed;
+    const char *args[] = {"--grace", "3s", "--model", env->model, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    int a = raw_connect(s.port), b = raw_connect(s.port), c = raw_connect(s.port);
+    send_all(a, "GET /test?delay=800ms HTTP/1.1\r\nHost: x\r\n\r\n", 44);
+    send_all(b, "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n", 31);
+    struct timeval tv = {2, 0};
+    setsockopt(b, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ssize_t n = recv(b, buf, sizeof buf - 1, 0);
+    CHECK(n > 12 && strncmp(buf, "HTTP/1.1 200", 12) == 0);
+    CHECK_INT(await_stat(h1(&s), "waiting", 1, 3), 1);
+    double t0 = now_seconds();
+    kill(s.pid, SIGTERM);
+    size_t got_b = read_until_close(b, buf, sizeof buf, 1500, &closed);
+    if (got_b || !closed)
+        CHECK_FAIL_("the idle kept-alive connection: %zu bytes, %s", got_b,
+                    closed ? "closed" : "still open after 1.5 s");
+    else
+        check_passed++;
+    size_t got_c = read_until_close(c, buf, sizeof buf, 1500, &closed);
+    if (got_c || !closed)
+        CHECK_FAIL_("the silent connection: %zu bytes, %s", got_c,
+                    closed ? "closed" : "still open after 1.5 s");
+    else
+        check_passed++;
+    if (now_seconds() - t0 > 1.0)
+        CHECK_FAIL_("idle connections closed %.2f s after SIGTERM", now_seconds() - t0);
+    else
+        check_passed++;
+    read_until_close(a, buf, sizeof buf, 3000, &closed);
+    CHECK(strncmp(buf, "HTTP/1.1 200", 12) == 0 && strstr(buf, "\r\n\r\nok") != NULL);
+    CHECK(strcasestr(buf, "\r\nConnection: close\r\n") != NULL);
+    CHECK(closed);
+    close(a);
+    close(b);
+    close(c);
+    CHECK_INT(server_stop(&s, 10000, log, sizeof log), 0);
+}
+
 /* 1 if the process has exited (left a zombie for server_stop to collect), else 0. */
 static int has_exited(pid_t pid)
 {
@@ -1575,6 +1625,7 @@ static const struct itest_case cases[] = {
     {"stop_answers_queued_requests", stop_answers_queued_requests, ITEST_PER_MODEL, 0},
     {"stop_serves_the_queue_within_grace", stop_serves_the_queue_within_grace, ITEST_PER_MODEL, 0},
     {"sigterm_stops_accepting", sigterm_stops_accepting, ITEST_PER_MODEL, 0},
+    {"stop_closes_idle_connections", stop_closes_idle_connections, ITEST_PER_MODEL, 0},
     {"short_flags_act_as_long_ones", short_flags_act_as_long_ones, ITEST_PLAIN, 0},
     {"log_level_debug_adds_library_lines", log_level_debug_adds_library_lines, ITEST_PLAIN, 0},
 };
