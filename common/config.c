@@ -93,7 +93,7 @@ static const struct opt_def opt_defs[] = {
     {"model", 'm', OPT_MODEL, OFF(model), 0, 0, "MODEL",
      "epoll, poll, select or thread-per-connection (epoll); slowsrv-h2o: epoll only"},
     {"max-connections", 0, OPT_COUNT, OFF(max_connections), 1, 10000000, "N",
-     "open connections at most; more are refused (10000; select: at most 1000)"},
+     "open connections at most; more wait in the backlog (10000; select: at most 1000)"},
     {"max-body", 0, OPT_BYTES, OFF(max_body), 1, 1ULL << 40, "BYTES",
      "largest request body, with K, M or G suffix (1G)"},
     {"max-delay", 0, OPT_DURATION, OFF(max_delay_us), 0, DELAY_DURATION_MAX_US, "TIME",

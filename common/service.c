@@ -36,7 +36,9 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
     s->max_connections = cfg->max_connections;
     s->max_requests = cfg->max_requests;
     atomic_init(&s->connections, 0);
-    atomic_init(&s->refused, 0);
+    atomic_init(&s->limit_reached, 0);
+    atomic_init(&s->limit_us, 0);
+    atomic_init(&s->limit_since, 0);
     atomic_init(&s->stopping, 0);
     route_table_init(&s->routes, cfg);
     for (size_t i = 0; i < ROUTE_MAX; i++)
@@ -94,13 +96,31 @@ int service_stopping(const struct service *s)
     return atomic_load_explicit(&s->stopping, memory_order_acquire);
 }
 
-int service_conn_admit(struct service *s)
+/* The open connections reached the limit: a spell at it begins. */
+static void limit_begin(struct service *s)
+{
+    uint64_t zero = 0;
+    atomic_fetch_add_explicit(&s->limit_reached, 1, memory_order_relaxed);
+    atomic_compare_exchange_strong(&s->limit_since, &zero, timer_now_us());
+}
+
+/* One closed at the limit: the spell ends. */
+static void limit_end(struct service *s)
+{
+    uint64_t since = atomic_exchange(&s->limit_since, 0);
+    if (since)
+        atomic_fetch_add_explicit(&s->limit_us, timer_now_us() - since, memory_order_relaxed);
+}
+
+int service_conn_reserve(struct service *s)
 {
     size_t before = atomic_fetch_add_explicit(&s->connections, 1, memory_order_relaxed);
-    if (before < s->max_connections)
+    if (before < s->max_connections) {
+        if (before + 1 == s->max_connections)
+            limit_begin(s);
         return 0;
+    }
     atomic_fetch_sub_explicit(&s->connections, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&s->refused, 1, memory_order_relaxed);
     return -EBUSY;
 }
 
@@ -111,7 +131,9 @@ int service_request_on_connection(const struct service *s, unsigned *requests)
 
 void service_conn_closed(struct service *s)
 {
-    atomic_fetch_sub_explicit(&s->connections, 1, memory_order_relaxed);
+    size_t before = atomic_fetch_sub_explicit(&s->connections, 1, memory_order_relaxed);
+    if (before == s->max_connections)
+        limit_end(s);
 }
 
 struct stats_shard *service_shard(struct service *s, size_t i)
@@ -122,8 +144,10 @@ struct stats_shard *service_shard(struct service *s, size_t i)
 char *service_report(const struct service *s, enum plan_action what)
 {
     const struct route_table *t = &s->routes;
+    uint64_t since = atomic_load(&s->limit_since), now = timer_now_us();
+    uint64_t at_limit_us = atomic_load(&s->limit_us) + (since && now > since ? now - since : 0);
     struct stats_conns c = {atomic_load(&s->connections), s->max_connections,
-                            atomic_load(&s->refused)};
+                            atomic_load(&s->limit_reached), (double)at_limit_us / 1e6};
     const char *names[ROUTE_MAX + 1];
     struct pool_counts pc = {0, 0, 0, 0}, one;
     int pools = 0;

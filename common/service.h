@@ -25,12 +25,14 @@ struct service {
     struct accesslog *access;            /* --access-log, or NULL when off */
     int overflow_reset;                  /* beyond a pool: reset instead of 503 */
     struct stats *stats;
-    uint64_t started_us;       /* timer_now_us clock */
-    size_t max_connections;    /* --max-connections, over every loop */
-    unsigned max_requests;     /* --max-requests per HTTP/1.1 connection; 0: unlimited */
-    atomic_size_t connections; /* open now */
-    _Atomic uint64_t refused;  /* connections refused at the limit */
-    atomic_int stopping;       /* SIGTERM/SIGINT came: the drain is on (service_stop) */
+    uint64_t started_us;            /* timer_now_us clock */
+    size_t max_connections;         /* --max-connections, over every loop */
+    unsigned max_requests;          /* --max-requests per HTTP/1.1 connection; 0: unlimited */
+    atomic_size_t connections;      /* open now */
+    _Atomic uint64_t limit_reached; /* times the open connections reached --max-connections */
+    _Atomic uint64_t limit_us;      /* time spent at the limit, in spells that ended */
+    _Atomic uint64_t limit_since;   /* when the current spell at the limit began; 0: below */
+    atomic_int stopping;            /* SIGTERM/SIGINT came: the drain is on (service_stop) */
 };
 
 /* Builds the routes and worker pool of cfg (which must outlive s) and counters split into
@@ -49,15 +51,21 @@ void service_stop(struct service *s);
 /* 1 once service_stop ran. */
 int service_stopping(const struct service *s);
 
-/* A connection was accepted: returns 0 and counts it open, or -EBUSY if --max-connections are
- * already open (counted as refused): the engine closes it at once. Thread-safe. */
-int service_conn_admit(struct service *s);
+/* --max-connections, for an engine that accepts connections itself: before it accepts one,
+ * returns 0 and counts it open, or -EBUSY if the limit is reached: the engine then stops
+ * accepting for a while (SERVICE_LIMIT_RETRY_US), and new connections wait in the listen
+ * backlog (served as others close; the kernel refuses them once it is full). An engine whose
+ * accept then finds nothing calls service_conn_closed. Thread-safe. */
+int service_conn_reserve(struct service *s);
+
+/* How long an engine at the limit leaves its listening socket alone before it looks again. */
+#define SERVICE_LIMIT_RETRY_US (5 * 1000)
 
 /* Counts a request on a connection whose count is *requests: returns 1 if it is the last one
  * --max-requests allows (the engine answers it with Connection: close), else 0. */
 int service_request_on_connection(const struct service *s, unsigned *requests);
 
-/* An admitted connection closed. Thread-safe. */
+/* A connection counted open (reserved or opened) closed. Thread-safe. */
 void service_conn_closed(struct service *s);
 
 /* The counters' shard for loop i. */

@@ -248,7 +248,8 @@ char *stats_to_json(const struct stats *st, const char *const *names, size_t nro
             goto done;
         cJSON_AddNumberToObject(c, "open", (double)conns->open);
         cJSON_AddNumberToObject(c, "max", (double)conns->max);
-        cJSON_AddNumberToObject(c, "refused", (double)conns->refused);
+        cJSON_AddNumberToObject(c, "limit_reached", (double)conns->limit_reached);
+        cJSON_AddNumberToObject(c, "limit_seconds", conns->limit_seconds);
     }
     if (workers) {
         cJSON *w = cJSON_AddObjectToObject(root, "workers");
@@ -441,10 +442,15 @@ char *stats_to_prometheus(const struct stats *st, const char *const *names, size
             "# TYPE slowsrv_connections_open gauge\nslowsrv_connections_open %zu\n"
             "# HELP slowsrv_connections_max The --max-connections limit.\n"
             "# TYPE slowsrv_connections_max gauge\nslowsrv_connections_max %zu\n"
-            "# HELP slowsrv_connections_refused_total Connections refused at the limit.\n"
-            "# TYPE slowsrv_connections_refused_total counter\n"
-            "slowsrv_connections_refused_total %llu\n",
-            conns->open, conns->max, (unsigned long long)conns->refused);
+            "# HELP slowsrv_connections_limit_reached_total Times the open connections reached "
+            "--max-connections (new ones then wait in the listen backlog).\n"
+            "# TYPE slowsrv_connections_limit_reached_total counter\n"
+            "slowsrv_connections_limit_reached_total %llu\n"
+            "# HELP slowsrv_connections_limit_seconds_total Time spent at --max-connections.\n"
+            "# TYPE slowsrv_connections_limit_seconds_total counter\n"
+            "slowsrv_connections_limit_seconds_total %.6f\n",
+            conns->open, conns->max, (unsigned long long)conns->limit_reached,
+            conns->limit_seconds);
     }
     if (workers) {
         put(&t,

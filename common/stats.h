@@ -41,7 +41,8 @@ struct stats_shard;
 struct stats_conns {
     size_t open;
     size_t max;
-    uint64_t refused;
+    uint64_t limit_reached; /* times the open connections reached max */
+    double limit_seconds;   /* time spent at max, the current spell included */
 };
 
 struct stats_totals {

@@ -77,6 +77,9 @@ struct h2s_loop {
     /* Out of descriptors: the listener rests (net_accept_starved). */
     h2o_timeout_t accept_pause;
     h2o_timeout_entry_t accept_resume;
+    /* At --max-connections: the listener rests for SERVICE_LIMIT_RETRY_US at a time. */
+    h2o_timeout_t limit_pause;
+    h2o_timeout_entry_t limit_resume;
     uint64_t accept_warned;
     int timer_fd;
     h2o_socket_t *timer_sock;
@@ -625,6 +628,13 @@ static void on_accept_resume(h2o_timeout_entry_t *entry)
         h2o_socket_read_start(loop->listener, on_accept);
 }
 
+static void on_limit_resume(h2o_timeout_entry_t *entry)
+{
+    struct h2s_loop *loop = H2O_STRUCT_FROM_MEMBER(struct h2s_loop, limit_resume, entry);
+    if (loop->listener)
+        h2o_socket_read_start(loop->listener, on_accept);
+}
+
 static void on_accept(h2o_socket_t *listener, const char *err)
 {
     struct h2s_loop *loop = listener->data;
@@ -633,13 +643,17 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     if (err)
         return;
     /* Take what the backlog holds, a bounded batch per wake-up so one loop cannot starve. */
-    for (int i = 0; i < NET_ACCEPT_BATCH && (sock = h2o_evloop_socket_accept(listener)) != NULL;
-         i++) {
-        /* Over --max-connections (all loops together): reset at once, as on slowsrv. */
-        if (service_conn_admit(loop->srv->svc) != 0) {
-            net_reset(h2o_socket_get_fd(sock));
-            h2o_socket_close(sock);
-            continue;
+    for (int i = 0; i < NET_ACCEPT_BATCH; i++) {
+        /* At --max-connections (all loops together) the listener rests: new connections wait
+         * in the backlog (service.h), as on slowsrv. */
+        if (service_conn_reserve(loop->srv->svc) != 0) {
+            h2o_socket_read_stop(listener);
+            h2o_timeout_link(loop->evloop, &loop->limit_pause, &loop->limit_resume);
+            return;
+        }
+        if ((sock = h2o_evloop_socket_accept(listener)) == NULL) {
+            service_conn_closed(loop->srv->svc);
+            break;
         }
         struct h2s_conn *c = malloc(sizeof *c);
         if (!c) {
@@ -679,6 +693,8 @@ static void quiesce(struct h2s_loop *loop)
         return;
     if (h2o_timeout_is_linked(&loop->accept_resume))
         h2o_timeout_unlink(&loop->accept_resume);
+    if (h2o_timeout_is_linked(&loop->limit_resume))
+        h2o_timeout_unlink(&loop->limit_resume);
     h2o_socket_read_stop(loop->listener);
     h2o_socket_close(loop->listener);
     loop->listener = NULL;
@@ -787,6 +803,7 @@ static void teardown(struct h2s_loop *loop)
         h2o_timeout_unlink(&loop->ctx.http2._graceful_shutdown_timeout);
     h2o_context_dispose(&loop->ctx);
     h2o_timeout_dispose(loop->evloop, &loop->accept_pause);
+    h2o_timeout_dispose(loop->evloop, &loop->limit_pause);
     h2o_evloop_destroy(loop->evloop);
     loop->evloop = NULL;
     /* Empty this thread's socket-buffer cache through the public allocator calls. */
@@ -812,6 +829,8 @@ static void *loop_main(void *arg)
     loop->listen_fd = -1; /* the listener socket owns it now */
     h2o_timeout_init(loop->evloop, &loop->accept_pause, NET_ACCEPT_PAUSE_US / 1000);
     loop->accept_resume.cb = on_accept_resume;
+    h2o_timeout_init(loop->evloop, &loop->limit_pause, SERVICE_LIMIT_RETRY_US / 1000);
+    loop->limit_resume.cb = on_limit_resume;
     h2o_socket_read_start(loop->listener, on_accept);
     loop->timer_sock =
         h2o_evloop_socket_create(loop->evloop, loop->timer_fd, H2O_SOCKET_FLAG_DONT_READ);

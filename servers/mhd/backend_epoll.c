@@ -79,30 +79,28 @@ static struct mhd_shard *place(struct mhd_loop *loop)
     return best;
 }
 
-/* Accepts what is pending on the loop's socket and gives each connection to a shard (which
- * applies --max-connections through the accept policy). Out of descriptors, the socket is left
- * out of the loop's wait for a while (net_accept_starved). */
+/* Accepts what is pending on the loop's socket and gives each connection to a shard. At
+ * --max-connections, or out of descriptors, the socket is left out of the loop's wait for a
+ * while (mhd_accept). */
 static void accept_some(struct mhd_loop *loop, uint64_t now)
 {
     for (int n = 0; n < NET_ACCEPT_BATCH; n++) {
-        struct sockaddr_storage ss;
-        socklen_t len = sizeof ss;
-        int fd =
-            accept4(loop->listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            char msg[160];
-            if (net_accept_starved(errno, now, &loop->accept_warned, msg, sizeof msg)) {
-                if (msg[0])
-                    LOG(loop->srv->log, LOG_LEVEL_WARN, "%s", msg);
-                epoll_ctl(loop->ep_fd, EPOLL_CTL_DEL, loop->listen_fd, NULL);
-                loop->accept_paused_until = now + NET_ACCEPT_PAUSE_US;
-            }
+        uint64_t rest = 0;
+        switch (mhd_accept(loop, now, place)) {
+        case MHD_ACCEPTED_ONE:
+            continue;
+        case MHD_ACCEPTED_NONE:
             return;
+        case MHD_ACCEPTED_LIMIT:
+            rest = SERVICE_LIMIT_RETRY_US;
+            break;
+        case MHD_ACCEPTED_STARVED:
+            rest = NET_ACCEPT_PAUSE_US;
+            break;
         }
-        struct mhd_shard *s = place(loop);
-        /* On refusal libmicrohttpd has closed the socket already. */
-        MHD_add_connection(s->daemon, fd, (struct sockaddr *)&ss, len);
-        atomic_store_explicit(&s->due, 1, memory_order_relaxed);
+        epoll_ctl(loop->ep_fd, EPOLL_CTL_DEL, loop->listen_fd, NULL);
+        loop->accept_paused_until = now + rest;
+        return;
     }
 }
 

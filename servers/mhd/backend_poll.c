@@ -1,7 +1,7 @@
 /*
  * The poll model: libmicrohttpd offers poll() only with its own polling thread, so the timer heap
  * is shared with that thread under the loop's lock, and the loop's own thread only fires timers,
- * waiting on `wake` until the earliest deadline.
+ * waiting on `wake` until the earliest deadline. A thread of the loop accepts (mhd_accept).
  */
 #include <time.h>
 
@@ -19,10 +19,10 @@ static void run_poll(struct mhd_loop *loop, uint64_t wait_us)
 }
 
 const struct mhd_backend mhd_backend_poll = {
-    .flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME,
-    .open = mhd_open_daemon,
+    .flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET,
+    .open = mhd_open_accepting,
     .turn = run_poll,
-    .quiesce = mhd_quiesce_daemon,
+    .quiesce = mhd_accept_quiesce,
     .hold = mhd_loop_hold,
     .admit = mhd_loop_admit,
     .pace = mhd_loop_pace,

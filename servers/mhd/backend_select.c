@@ -1,12 +1,37 @@
 /*
  * The select model: one daemon per loop, in external mode; the loop waits in select() on the
- * daemon's sockets and its wake-up eventfd.
+ * daemon's sockets, its wake-up eventfd and its listening socket (the loop accepts).
  */
 #include <errno.h>
 #include <string.h>
 #include <sys/select.h>
 
 #include "mhd.h"
+#include "net.h"
+
+static void accept_some(struct mhd_loop *loop)
+{
+    uint64_t now = timer_now_us();
+    for (int n = 0; n < NET_ACCEPT_BATCH; n++) {
+        switch (mhd_accept(loop, now, NULL)) {
+        case MHD_ACCEPTED_ONE:
+            continue;
+        case MHD_ACCEPTED_NONE:
+            return;
+        case MHD_ACCEPTED_LIMIT:
+            loop->accept_paused_until = now + SERVICE_LIMIT_RETRY_US;
+            return;
+        case MHD_ACCEPTED_STARVED:
+            loop->accept_paused_until = now + NET_ACCEPT_PAUSE_US;
+            return;
+        }
+    }
+}
+
+static void quiesce_select(struct mhd_loop *loop)
+{
+    net_close(&loop->listen_fd);
+}
 
 /* select model (one shard): waits up to wait_us for MHD's sockets or a wake-up, then lets MHD
  * process what is ready. */
@@ -31,6 +56,17 @@ static void run_select(struct mhd_loop *loop, uint64_t wait_us)
     FD_SET(loop->wake_fd, &rs);
     if (loop->wake_fd > max)
         max = loop->wake_fd;
+    /* The loop accepts (mhd_accept); at --max-connections, or out of descriptors, it leaves the
+     * socket alone for a while. */
+    uint64_t now = timer_now_us();
+    int listening = loop->listen_fd >= 0 && now >= loop->accept_paused_until;
+    if (listening) {
+        FD_SET(loop->listen_fd, &rs);
+        if (loop->listen_fd > max)
+            max = loop->listen_fd;
+    } else if (loop->listen_fd >= 0 && loop->accept_paused_until - now < wait_us) {
+        wait_us = loop->accept_paused_until - now;
+    }
     struct timeval tv = {(time_t)(wait_us / 1000000), (suseconds_t)(wait_us % 1000000)};
     int n = select(max + 1, &rs, &ws, &es, &tv);
     if (n < 0) {
@@ -40,6 +76,10 @@ static void run_select(struct mhd_loop *loop, uint64_t wait_us)
     int woken = FD_ISSET(loop->wake_fd, &rs);
     if (woken)
         mhd_drain_wake(loop);
+    if (listening && FD_ISSET(loop->listen_fd, &rs)) {
+        FD_CLR(loop->listen_fd, &rs);
+        accept_some(loop);
+    }
     MHD_run_from_select(d, &rs, &ws, &es);
     /* A wake-up means a connection was resumed from another thread; MHD_run_from_select only
      * handles the sockets select() reported, MHD_run also picks up resumed connections. */
@@ -48,10 +88,10 @@ static void run_select(struct mhd_loop *loop, uint64_t wait_us)
 }
 
 const struct mhd_backend mhd_backend_select = {
-    .flags = MHD_ALLOW_SUSPEND_RESUME,
+    .flags = MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET,
     .open = mhd_open_daemon,
     .turn = run_select,
-    .quiesce = mhd_quiesce_daemon,
+    .quiesce = quiesce_select,
     .hold = mhd_loop_hold,
     .admit = mhd_loop_admit,
     .pace = mhd_loop_pace,

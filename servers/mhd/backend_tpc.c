@@ -83,7 +83,7 @@ void mhd_tpc_drain(struct app_server *srv)
     for (;;) {
         switch (drain_step(&loop->drain, 1, mhd_active_total(srv), timer_now_us())) {
         case DRAIN_QUIESCE:
-            mhd_quiesce_daemon(loop);
+            mhd_accept_quiesce(loop);
             mhd_watch_close_idle(loop);
             break;
         case DRAIN_GIVE_UP:
@@ -106,7 +106,7 @@ void mhd_tpc_drain(struct app_server *srv)
 
 static int tpc_open(struct mhd_loop *loop, char *err)
 {
-    int rc = mhd_open_daemon(loop, err);
+    int rc = mhd_open_accepting(loop, err);
     if (rc == 0 && loop->srv->cfg->header_timeout_us) {
         rc = -pthread_create(&loop->watch_thread, NULL, mhd_watch_main, loop);
         if (rc != 0)
@@ -116,13 +116,13 @@ static int tpc_open(struct mhd_loop *loop, char *err)
     return rc;
 }
 
-/* ITC lets MHD_quiesce_daemon wake the listening thread. */
+/* A thread of the loop accepts (mhd_accept) and hands connections over. */
 const struct mhd_backend mhd_backend_tpc = {
     .flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-             MHD_USE_ITC,
+             MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET,
     .open = tpc_open,
     .turn = NULL,
-    .quiesce = mhd_quiesce_daemon,
+    .quiesce = mhd_accept_quiesce,
     .hold = tpc_hold,
     .admit = tpc_admit,
     .pace = tpc_pace,

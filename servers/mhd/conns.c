@@ -4,7 +4,11 @@
  * slowloris never is), so each loop keeps its connections in a list that it sweeps for overdue
  * header blocks.
  */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -18,13 +22,11 @@ void mhd_watch_arm(struct mhd_loop *loop, struct conn_watch *w)
         atomic_store_explicit(&w->deadline, timer_now_us() + t, memory_order_relaxed);
 }
 
-static struct conn_watch refused;
-
 struct conn_watch *mhd_watch_of(struct MHD_Connection *conn)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    return ci && ci->socket_context != &refused ? ci->socket_context : NULL;
+    return ci ? ci->socket_context : NULL;
 }
 
 void mhd_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -37,16 +39,7 @@ void mhd_on_connection(void *cls, struct MHD_Connection *conn, void **socket_con
         atomic_fetch_add_explicit(&shard->conns, 1, memory_order_relaxed);
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        /* --max-connections over every loop: beyond it a connection is reset at once, without
-         * an answer, and counted (connections.refused), on every model alike. libmicrohttpd's
-         * own limit lies above it (daemon.c), so it never leaves one in the backlog instead;
-         * it sees the reset and closes the connection. */
-        if (service_conn_admit(loop->srv->svc) != 0) {
-            if (ci)
-                net_reset(ci->connect_fd);
-            *socket_context = &refused;
-            return;
-        }
+        /* Counted open by mhd_accept, which applies --max-connections. */
         if (!ci || !(w = calloc(1, sizeof *w)))
             return;
         w->fd = ci->connect_fd;
@@ -66,10 +59,6 @@ void mhd_on_connection(void *cls, struct MHD_Connection *conn, void **socket_con
         return;
     }
     atomic_fetch_sub_explicit(&shard->conns, 1, memory_order_relaxed);
-    if (w == &refused) {
-        *socket_context = NULL;
-        return;
-    }
     service_conn_closed(loop->srv->svc);
     if (!w)
         return;
@@ -136,4 +125,89 @@ void *mhd_watch_main(void *arg)
         mhd_watch_sweep(loop, timer_now_us());
     }
     return NULL;
+}
+
+/* Every model accepts its connections itself and hands them to a daemon (MHD_add_connection):
+ * at --max-connections over every loop it stops, and new connections wait in the listen backlog
+ * until an open one closes (libmicrohttpd's own accept would close them at its limit, and each
+ * daemon would only know its own connections). */
+enum mhd_accepted mhd_accept(struct mhd_loop *loop, uint64_t now,
+                             struct mhd_shard *(*place)(struct mhd_loop *loop))
+{
+    struct service *svc = loop->srv->svc;
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    char msg[160];
+    if (service_conn_reserve(svc) != 0)
+        return MHD_ACCEPTED_LIMIT;
+    int fd = accept4(loop->listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        service_conn_closed(svc);
+        if (!net_accept_starved(e, now, &loop->accept_warned, msg, sizeof msg))
+            return MHD_ACCEPTED_NONE;
+        if (msg[0])
+            LOG(loop->srv->log, LOG_LEVEL_WARN, "%s", msg);
+        return MHD_ACCEPTED_STARVED;
+    }
+    struct mhd_shard *s = place ? place(loop) : &loop->shards[0];
+    /* On failure libmicrohttpd has closed the socket already. */
+    if (MHD_add_connection(s->daemon, fd, (struct sockaddr *)&ss, len) != MHD_YES)
+        service_conn_closed(svc);
+    atomic_store_explicit(&s->due, 1, memory_order_relaxed);
+    return MHD_ACCEPTED_ONE;
+}
+
+/* poll and thread-per-connection, whose daemons run threads of libmicrohttpd's: a thread of the
+ * loop's accepts, until the stop. */
+static void *accept_main(void *arg)
+{
+    struct mhd_loop *loop = arg;
+    struct app_server *srv = loop->srv;
+    while (!atomic_load_explicit(&srv->stopping, memory_order_acquire)) {
+        struct pollfd p = {.fd = loop->listen_fd, .events = POLLIN};
+        if (poll(&p, 1, 50) <= 0)
+            continue;
+        uint64_t rest = 0;
+        for (int n = 0; n < NET_ACCEPT_BATCH && !rest; n++) {
+            switch (mhd_accept(loop, timer_now_us(), NULL)) {
+            case MHD_ACCEPTED_ONE:
+                continue;
+            case MHD_ACCEPTED_LIMIT:
+                rest = SERVICE_LIMIT_RETRY_US;
+                break;
+            case MHD_ACCEPTED_STARVED:
+                rest = NET_ACCEPT_PAUSE_US;
+                break;
+            case MHD_ACCEPTED_NONE:
+                n = NET_ACCEPT_BATCH;
+                break;
+            }
+        }
+        if (rest) {
+            struct timespec ts = {0, (long)rest * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return NULL;
+}
+
+int mhd_open_accepting(struct mhd_loop *loop, char *err)
+{
+    int rc = mhd_open_daemon(loop, err);
+    if (rc != 0)
+        return rc;
+    rc = -pthread_create(&loop->accept_thread, NULL, accept_main, loop);
+    if (rc != 0)
+        snprintf(err, CORE_ERR_LEN, "pthread_create: %s", strerror(-rc));
+    loop->accept_started = rc == 0;
+    return rc;
+}
+
+void mhd_accept_quiesce(struct mhd_loop *loop)
+{
+    if (loop->accept_started)
+        pthread_join(loop->accept_thread, NULL);
+    loop->accept_started = 0;
+    net_close(&loop->listen_fd);
 }

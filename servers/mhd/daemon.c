@@ -3,7 +3,6 @@
  */
 #include <errno.h>
 #include <stdio.h>
-#include <sys/select.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -14,8 +13,8 @@
  * several KiB, the request line and our small responses. */
 #define CONN_MEMORY_LIMIT (8 * 1024)
 
-/* Connections refused over --max-connections that libmicrohttpd has not closed yet. */
-#define REFUSED_ROOM 256
+/* How far libmicrohttpd's own connection limit lies above slowsrv's. */
+#define LIMIT_ROOM 16
 
 __attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -50,15 +49,10 @@ int mhd_start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err)
 #define OPT(o, v, p) (opts[n++] = (struct MHD_OptionItem){(o), (intptr_t)(v), (p)})
     /* The logger goes first so that MHD reports the other options' problems through it. */
     OPT(MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, (void *)(uintptr_t)srv->log);
-    if (srv->cfg->model != CONFIG_MODEL_EPOLL)
-        OPT(MHD_OPTION_LISTEN_SOCKET, shard->loop->listen_fd, NULL);
-    /* Above --max-connections, which slowsrv applies itself (mhd_on_connection): at its own
-     * limit libmicrohttpd stops accepting, and refused connections hold a slot until it has
-     * closed them. select: at most FD_SETSIZE - 4. */
-    unsigned mhd_limit = conn_limit + REFUSED_ROOM;
-    if (srv->cfg->model == CONFIG_MODEL_SELECT && mhd_limit > FD_SETSIZE - 4)
-        mhd_limit = FD_SETSIZE - 4;
-    OPT(MHD_OPTION_CONNECTION_LIMIT, mhd_limit, NULL);
+
+    /* --max-connections is kept by the loops, which accept (mhd_accept); libmicrohttpd's own
+     * limit, at which it would close what it is handed, lies above it. */
+    OPT(MHD_OPTION_CONNECTION_LIMIT, conn_limit + LIMIT_ROOM, NULL);
     OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, conn_memory(srv->cfg), NULL);
     /* In seconds. libmicrohttpd never times out a suspended (waiting) connection. It also
      * reclaims the connections its epoll mode loses when a client closes mid-body. */
@@ -88,17 +82,7 @@ int mhd_start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err)
                      config_model_name(srv->cfg->model));
         return -EINVAL;
     }
-    /* The daemon owns the listening socket now and closes it when stopped. */
-    if (srv->cfg->model != CONFIG_MODEL_EPOLL)
-        shard->loop->listen_fd = -1;
     return 0;
-}
-
-void mhd_quiesce_daemon(struct mhd_loop *loop)
-{
-    MHD_socket fd = MHD_quiesce_daemon(loop->shards[0].daemon);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
 }
 
 int mhd_open_daemon(struct mhd_loop *loop, char *err)

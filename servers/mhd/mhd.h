@@ -110,6 +110,8 @@ struct mhd_loop {
     uint64_t next_sweep;
     pthread_t watch_thread; /* thread-per-connection only */
     int watch_started;
+    pthread_t accept_thread; /* poll, thread-per-connection: accepts until the stop */
+    int accept_started;
 };
 
 struct app_server {
@@ -160,6 +162,32 @@ struct mhd_backend {
 extern const struct mhd_backend mhd_backend_epoll, mhd_backend_poll, mhd_backend_select,
     mhd_backend_tpc;
 
+/* daemon.c */
+/* Starts one libmicrohttpd daemon for `shard` with its model's flags. */
+int mhd_start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err);
+/* select, poll and thread-per-connection: the loop's one daemon. */
+int mhd_open_daemon(struct mhd_loop *loop, char *err);
+
+/* What mhd_accept did (conns.c). */
+enum mhd_accepted {
+    MHD_ACCEPTED_ONE = 0, /* a connection went to a daemon */
+    MHD_ACCEPTED_NONE,    /* nothing was pending */
+    MHD_ACCEPTED_LIMIT,   /* --max-connections are open: leave the socket for
+                             SERVICE_LIMIT_RETRY_US */
+    MHD_ACCEPTED_STARVED, /* out of descriptors: leave it for NET_ACCEPT_PAUSE_US */
+};
+
+/* Accepts one connection from loop->listen_fd under --max-connections and gives it to the daemon
+ * of place(loop) (NULL: the loop's first). */
+enum mhd_accepted mhd_accept(struct mhd_loop *loop, uint64_t now,
+                             struct mhd_shard *(*place)(struct mhd_loop *loop));
+
+/* poll and thread-per-connection: starts the loop's daemon and its accepting thread. */
+int mhd_open_accepting(struct mhd_loop *loop, char *err);
+
+/* Stops that thread (it ends at the stop) and closes the listening socket. */
+void mhd_accept_quiesce(struct mhd_loop *loop);
+
 /* The stop: shuts down the loop's connections that carry no request (conns.c). */
 void mhd_watch_close_idle(struct mhd_loop *loop);
 
@@ -185,14 +213,6 @@ void mhd_watch_arm(struct mhd_loop *loop, struct conn_watch *w);
 void mhd_watch_sweep(struct mhd_loop *loop, uint64_t now);
 /* thread-per-connection: a thread that sweeps, as no loop of ours runs. */
 void *mhd_watch_main(void *arg);
-
-/* daemon.c */
-/* Starts one libmicrohttpd daemon for `shard` with its model's flags. */
-int mhd_start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err);
-/* select, poll and thread-per-connection: the loop's one daemon. */
-int mhd_open_daemon(struct mhd_loop *loop, char *err);
-/* select, poll and thread-per-connection: stop the one daemon accepting. */
-void mhd_quiesce_daemon(struct mhd_loop *loop);
 
 /* loop.c */
 void *mhd_loop_main(void *arg);

@@ -185,6 +185,9 @@ static void mhd_server_stop(struct app_server *srv)
         if (loop->watch_started)
             pthread_join(loop->watch_thread, NULL);
         loop->watch_started = 0;
+        if (loop->accept_started)
+            pthread_join(loop->accept_thread, NULL);
+        loop->accept_started = 0;
         for (size_t k = 0; k < loop->nshards; k++) {
             if (loop->shards[k].daemon)
                 MHD_stop_daemon(loop->shards[k].daemon);

@@ -346,7 +346,7 @@ static const struct {
     {"slowsrv_received_bytes_total", "bytes_received"},
     {"slowsrv_connections_open", "connections.open"},
     {"slowsrv_connections_max", "connections.max"},
-    {"slowsrv_connections_refused_total", "connections.refused"},
+    {"slowsrv_connections_limit_reached_total", "connections.limit_reached"},
     {"slowsrv_workers", "workers.size"},
     {"slowsrv_workers_active", "workers.active"},
     {"slowsrv_workers_queued", "workers.queued"},

@@ -91,7 +91,7 @@ static void stats_json_names_routes_and_statuses(void)
     stats_request_begin(stats_shard(st, 0), 1);
     stats_request_end(stats_shard(st, 0), 1, 404);
     struct pool_counts pc = {200, 3, 2, 9};
-    struct stats_conns cc = {7, 100, 2};
+    struct stats_conns cc = {7, 100, 2, 1.25};
     char *json = stats_to_json(st, names, 2, 1.5, &pc, &cc);
     cJSON *j = cJSON_Parse(json);
     CHECK(j != NULL);
@@ -103,7 +103,8 @@ static void stats_json_names_routes_and_statuses(void)
     cJSON *c = cJSON_GetObjectItem(j, "connections");
     CHECK_INT(cJSON_GetObjectItem(c, "open")->valueint, 7);
     CHECK_INT(cJSON_GetObjectItem(c, "max")->valueint, 100);
-    CHECK_INT(cJSON_GetObjectItem(c, "refused")->valueint, 2);
+    CHECK_INT(cJSON_GetObjectItem(c, "limit_reached")->valueint, 2);
+    CHECK(cJSON_GetObjectItem(c, "limit_seconds")->valuedouble == 1.25);
     cJSON *w = cJSON_GetObjectItem(j, "workers");
     CHECK_INT(cJSON_GetObjectItem(w, "size")->valueint, 200);
     CHECK_INT(cJSON_GetObjectItem(w, "active")->valueint, 3);
