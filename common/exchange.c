@@ -40,7 +40,7 @@ static enum exchange_do answer_instead(struct exchange *x, const char *why)
     uint64_t delay = x->plan.delay_us;
     route_plan_error(&x->plan, 503, why);
     x->plan.delay_us = delay;
-    x->plan.close = 1;
+    x->plan.close = 1; /* the stop's 503 ends its connection */
     x->stopped = 1;
     return decide(x, EXCHANGE_DO_ANSWER);
 }
@@ -114,7 +114,7 @@ static void take_answer(struct exchange *x)
     if (ans.status != 200) {
         x->plan.delay_us = 0;
         x->plan.timing = NULL;
-        x->plan.close = 1;
+        x->plan.close = 1; /* an upload error ends its connection */
     }
     x->plan.action = PLAN_RESPOND;
     x->plan.status = (unsigned)ans.status;

@@ -109,9 +109,11 @@ void mhd_watch_sweep(struct mhd_loop *loop, uint64_t now)
 void mhd_watch_close_idle(struct mhd_loop *loop)
 {
     pthread_mutex_lock(&loop->watch_lock);
-    for (struct conn_watch *w = loop->watched; w; w = w->next)
+    for (struct conn_watch *w = loop->watched; w; w = w->next) {
+        int idle_fd = w->fd;
         if (!atomic_load_explicit(&w->busy, memory_order_acquire))
-            shutdown(w->fd, SHUT_RDWR);
+            shutdown(idle_fd, SHUT_RDWR);
+    }
     pthread_mutex_unlock(&loop->watch_lock);
 }
 
