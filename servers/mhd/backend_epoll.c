@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -111,24 +112,56 @@ static void accept_some(struct mhd_loop *loop, uint64_t now)
  * each connection for the peer's shutdown itself, and then has the daemon look at the socket
  * again: the daemon's own registration is modified to what it was (libmicrohttpd's event mask
  * and its connection as the key), which reports the socket readable anew; libmicrohttpd then
- * reads the end of the stream and answers or closes as in the other models. */
+ * reads the end of the stream and answers or closes as in the other models. That is done once
+ * the bytes before the end have been read (after a run of the daemons), or libmicrohttpd would
+ * take them and the end together in one short read again. */
 static void conn_epoll(struct conn_watch *w, int open)
 {
     struct mhd_loop *loop = w->shard->loop;
     struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLET, .data.ptr = w};
-    if (open)
+    if (open) {
         epoll_ctl(loop->ep_fd, EPOLL_CTL_ADD, w->fd, &ev);
-    else
-        epoll_ctl(loop->ep_fd, EPOLL_CTL_DEL, w->fd, NULL);
+        return;
+    }
+    epoll_ctl(loop->ep_fd, EPOLL_CTL_DEL, w->fd, NULL);
+    for (size_t i = 0; i < loop->nshut; i++)
+        if (loop->shut[i] == w)
+            loop->shut[i--] = loop->shut[--loop->nshut];
 }
 
-static void peer_shut(struct conn_watch *w)
+/* Has the daemon look at w's socket again (see conn_epoll). */
+static void rearm(struct conn_watch *w)
 {
     struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLPRI | EPOLLET,
                              .data.ptr = w->conn};
     /* A suspended connection is out of the daemon's set (ENOENT): its wait notices the close. */
     if (epoll_ctl(w->shard->ep_fd, EPOLL_CTL_MOD, w->fd, &ev) == 0)
         atomic_store_explicit(&w->shard->due, 1, memory_order_relaxed);
+}
+
+/* The peer shut down its side: w waits for the daemon to read what came before the end. */
+static void peer_shut(struct mhd_loop *loop, struct conn_watch *w)
+{
+    for (size_t i = 0; i < loop->nshut; i++)
+        if (loop->shut[i] == w)
+            return;
+    if (loop->nshut < MHD_SHUT_PENDING)
+        loop->shut[loop->nshut++] = w;
+    else
+        rearm(w);
+}
+
+/* After a run of the daemons: every half-closed connection whose bytes were all read has its
+ * socket looked at again; the others wait for the next run. */
+static void rearm_shut(struct mhd_loop *loop)
+{
+    for (size_t i = 0; i < loop->nshut; i++) {
+        int unread = 0;
+        if (ioctl(loop->shut[i]->fd, FIONREAD, &unread) == 0 && unread > 0)
+            continue;
+        rearm(loop->shut[i]);
+        loop->shut[i--] = loop->shut[--loop->nshut];
+    }
 }
 
 /* epoll model: waits up to wait_us for the shards' sockets, libmicrohttpd's earliest timeout, a
@@ -164,7 +197,7 @@ static void run_epoll(struct mhd_loop *loop, uint64_t wait_us)
     for (int i = 0; i < n; i++) {
         uint64_t k = ev[i].data.u64;
         if (k > loop->nshards + 1)
-            peer_shut(ev[i].data.ptr);
+            peer_shut(loop, ev[i].data.ptr);
         else if (k < loop->nshards)
             atomic_store_explicit(&loop->shards[k].due, 1, memory_order_relaxed);
         else if (k == loop->nshards)
@@ -176,6 +209,7 @@ static void run_epoll(struct mhd_loop *loop, uint64_t wait_us)
         if (loop->shards[i].next_us <= now)
             atomic_store_explicit(&loop->shards[i].due, 1, memory_order_relaxed);
     mhd_run_shards(loop, 0);
+    rearm_shut(loop);
 }
 
 /* Out of the set first: under socket activation the other loops hold dups of the socket, which

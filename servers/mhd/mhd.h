@@ -38,6 +38,10 @@
 #define SHARD_CONNECTIONS 128
 #define MAX_SHARDS 160
 
+/* epoll model: half-closed connections a loop keeps track of at once (more are handled at
+ * once, with a small chance of waiting for --idle-timeout). */
+#define MHD_SHUT_PENDING 256
+
 struct mhd_loop;
 
 /* One libmicrohttpd daemon of a loop; the callbacks' closure. */
@@ -86,7 +90,12 @@ struct mhd_loop {
     size_t used;   /* shards whose daemon runs: shards[0..used) */
     int listen_fd; /* given to the daemon, except in the epoll model where the loop accepts */
     int ep_fd;     /* epoll model: the shards' epoll fds, wake_fd and listen_fd */
-    uint64_t accept_paused_until; /* epoll model: out of descriptors, listen_fd left out */
+    uint64_t accept_paused_until; /* epoll, select: at the limit or out of descriptors, the
+                                     listening socket is left alone until then */
+    /* epoll model: half-closed connections waiting to have their end of stream read
+     * (backend_epoll.c). */
+    struct conn_watch *shut[MHD_SHUT_PENDING];
+    size_t nshut;
     uint64_t accept_warned;
     pthread_t thread;
     int thread_started;
