@@ -1316,13 +1316,17 @@ static void stop_closes_idle_connections(const struct itest_env *env)
     struct server s;
     char buf[1024], log[8192];
     int closed;
-    const char *args[] = {"--grace", "3s", "--model", env->model, NULL};
+    /* One loop: the idle connections share it with the waiting request (a loop with nothing
+     * in flight would end at once and close them anyway). */
+    const char *args[] = {"--grace", "5s", "--threads", "1", "--model", env->model, NULL};
     if (server_start(&s, env->bin, args, NULL) != 0) {
         CHECK_FAIL_("%s", "server did not start");
         return;
     }
     int a = raw_connect(s.port), b = raw_connect(s.port), c = raw_connect(s.port);
-    send_all(a, "GET /test?delay=800ms HTTP/1.1\r\nHost: x\r\n\r\n", 44);
+    /* Longer than the 1.5 s the idle ones are given to close: the drain is still on then. */
+    const char *wait = "GET /test?delay=2500ms HTTP/1.1\r\nHost: x\r\n\r\n";
+    send_all(a, wait, strlen(wait));
     send_all(b, "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n", 31);
     struct timeval tv = {2, 0};
     setsockopt(b, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -1347,7 +1351,7 @@ static void stop_closes_idle_connections(const struct itest_env *env)
         CHECK_FAIL_("idle connections closed %.2f s after SIGTERM", now_seconds() - t0);
     else
         check_passed++;
-    read_until_close(a, buf, sizeof buf, 3000, &closed);
+    read_until_close(a, buf, sizeof buf, 4000, &closed);
     CHECK(strncmp(buf, "HTTP/1.1 200", 12) == 0 && strstr(buf, "\r\n\r\nok") != NULL);
     CHECK(strcasestr(buf, "\r\nConnection: close\r\n") != NULL);
     CHECK(closed);
