@@ -82,26 +82,13 @@ static struct mhd_shard *place(struct mhd_loop *loop)
 
 /* Accepts what is pending on the loop's socket and gives each connection to a shard. At
  * --max-connections, or out of descriptors, the socket is left out of the loop's wait for a
- * while (mhd_accept). */
+ * while (mhd_accept_some). */
 static void accept_some(struct mhd_loop *loop, uint64_t now)
 {
-    for (int n = 0; n < NET_ACCEPT_BATCH; n++) {
-        uint64_t rest = 0;
-        switch (mhd_accept(loop, now, place)) {
-        case MHD_ACCEPTED_ONE:
-            continue;
-        case MHD_ACCEPTED_NONE:
-            return;
-        case MHD_ACCEPTED_LIMIT:
-            rest = SERVICE_LIMIT_RETRY_US;
-            break;
-        case MHD_ACCEPTED_STARVED:
-            rest = NET_ACCEPT_PAUSE_US;
-            break;
-        }
+    uint64_t rest = mhd_accept_some(loop, now, place);
+    if (rest) {
         epoll_ctl(loop->ep_fd, EPOLL_CTL_DEL, loop->listen_fd, NULL);
         loop->accept_paused_until = now + rest;
-        return;
     }
 }
 

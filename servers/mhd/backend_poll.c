@@ -1,7 +1,7 @@
 /*
  * The poll model: libmicrohttpd offers poll() only with its own polling thread, so the timer heap
  * is shared with that thread under the loop's lock, and the loop's own thread only fires timers,
- * waiting on `wake` until the earliest deadline. A thread of the loop accepts (mhd_accept).
+ * waiting on `wake` until the earliest deadline. A thread of the loop accepts (mhd_accept_some).
  */
 #include <time.h>
 

@@ -9,25 +9,6 @@
 #include "mhd.h"
 #include "net.h"
 
-static void accept_some(struct mhd_loop *loop)
-{
-    uint64_t now = timer_now_us();
-    for (int n = 0; n < NET_ACCEPT_BATCH; n++) {
-        switch (mhd_accept(loop, now, NULL)) {
-        case MHD_ACCEPTED_ONE:
-            continue;
-        case MHD_ACCEPTED_NONE:
-            return;
-        case MHD_ACCEPTED_LIMIT:
-            loop->accept_paused_until = now + SERVICE_LIMIT_RETRY_US;
-            return;
-        case MHD_ACCEPTED_STARVED:
-            loop->accept_paused_until = now + NET_ACCEPT_PAUSE_US;
-            return;
-        }
-    }
-}
-
 static void quiesce_select(struct mhd_loop *loop)
 {
     net_close(&loop->listen_fd);
@@ -56,8 +37,8 @@ static void run_select(struct mhd_loop *loop, uint64_t wait_us)
     FD_SET(loop->wake_fd, &rs);
     if (loop->wake_fd > max)
         max = loop->wake_fd;
-    /* The loop accepts (mhd_accept); at --max-connections, or out of descriptors, it leaves the
-     * socket alone for a while. */
+    /* The loop accepts (mhd_accept_some); at --max-connections, or out of descriptors, it leaves
+     * the socket alone for a while. */
     uint64_t now = timer_now_us();
     int listening = loop->listen_fd >= 0 && now >= loop->accept_paused_until;
     if (listening) {
@@ -78,7 +59,9 @@ static void run_select(struct mhd_loop *loop, uint64_t wait_us)
         mhd_drain_wake(loop);
     if (listening && FD_ISSET(loop->listen_fd, &rs)) {
         FD_CLR(loop->listen_fd, &rs);
-        accept_some(loop);
+        uint64_t rest = mhd_accept_some(loop, now, NULL);
+        if (rest)
+            loop->accept_paused_until = now + rest;
     }
     MHD_run_from_select(d, &rs, &ws, &es);
     /* A wake-up means a connection was resumed from another thread; MHD_run_from_select only

@@ -116,7 +116,7 @@ static int tpc_open(struct mhd_loop *loop, char *err)
     return rc;
 }
 
-/* A thread of the loop accepts (mhd_accept) and hands connections over. */
+/* A thread of the loop accepts (mhd_accept_some) and hands connections over. */
 const struct mhd_backend mhd_backend_tpc = {
     .flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
              MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET,

@@ -39,7 +39,7 @@ void mhd_on_connection(void *cls, struct MHD_Connection *conn, void **socket_con
         atomic_fetch_add_explicit(&shard->conns, 1, memory_order_relaxed);
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        /* Counted open by mhd_accept, which applies --max-connections. */
+        /* Counted open by mhd_accept_some, which applies --max-connections. */
         if (!ci || !(w = calloc(1, sizeof *w)))
             return;
         w->fd = ci->connect_fd;
@@ -133,8 +133,16 @@ void *mhd_watch_main(void *arg)
  * at --max-connections over every loop it stops, and new connections wait in the listen backlog
  * until an open one closes (libmicrohttpd's own accept would close them at its limit, and each
  * daemon would only know its own connections). */
-enum mhd_accepted mhd_accept(struct mhd_loop *loop, uint64_t now,
-                             struct mhd_shard *(*place)(struct mhd_loop *loop))
+/* What accept_one did. */
+enum mhd_accepted {
+    MHD_ACCEPTED_ONE = 0, /* a connection went to a daemon */
+    MHD_ACCEPTED_NONE,    /* nothing was pending */
+    MHD_ACCEPTED_LIMIT,   /* --max-connections are open */
+    MHD_ACCEPTED_STARVED, /* out of descriptors */
+};
+
+static enum mhd_accepted accept_one(struct mhd_loop *loop, uint64_t now,
+                                    struct mhd_shard *(*place)(struct mhd_loop *loop))
 {
     struct service *svc = loop->srv->svc;
     struct sockaddr_storage ss;
@@ -160,6 +168,24 @@ enum mhd_accepted mhd_accept(struct mhd_loop *loop, uint64_t now,
     return MHD_ACCEPTED_ONE;
 }
 
+uint64_t mhd_accept_some(struct mhd_loop *loop, uint64_t now,
+                         struct mhd_shard *(*place)(struct mhd_loop *loop))
+{
+    for (int n = 0; n < NET_ACCEPT_BATCH; n++) {
+        switch (accept_one(loop, now, place)) {
+        case MHD_ACCEPTED_ONE:
+            continue;
+        case MHD_ACCEPTED_NONE:
+            return 0;
+        case MHD_ACCEPTED_LIMIT:
+            return SERVICE_LIMIT_RETRY_US;
+        case MHD_ACCEPTED_STARVED:
+            return NET_ACCEPT_PAUSE_US;
+        }
+    }
+    return 0;
+}
+
 /* poll and thread-per-connection, whose daemons run threads of libmicrohttpd's: a thread of the
  * loop's accepts, until the stop. */
 static void *accept_main(void *arg)
@@ -170,22 +196,7 @@ static void *accept_main(void *arg)
         struct pollfd p = {.fd = loop->listen_fd, .events = POLLIN};
         if (poll(&p, 1, 50) <= 0)
             continue;
-        uint64_t rest = 0;
-        for (int n = 0; n < NET_ACCEPT_BATCH && !rest; n++) {
-            switch (mhd_accept(loop, timer_now_us(), NULL)) {
-            case MHD_ACCEPTED_ONE:
-                continue;
-            case MHD_ACCEPTED_LIMIT:
-                rest = SERVICE_LIMIT_RETRY_US;
-                break;
-            case MHD_ACCEPTED_STARVED:
-                rest = NET_ACCEPT_PAUSE_US;
-                break;
-            case MHD_ACCEPTED_NONE:
-                n = NET_ACCEPT_BATCH;
-                break;
-            }
-        }
+        uint64_t rest = mhd_accept_some(loop, timer_now_us(), NULL);
         if (rest) {
             struct timespec ts = {0, (long)rest * 1000};
             nanosleep(&ts, NULL);

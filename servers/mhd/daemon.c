@@ -50,7 +50,7 @@ int mhd_start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err)
     /* The logger goes first so that MHD reports the other options' problems through it. */
     OPT(MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, (void *)(uintptr_t)srv->log);
 
-    /* --max-connections is kept by the loops, which accept (mhd_accept); libmicrohttpd's own
+    /* --max-connections is kept by the loops, which accept (mhd_accept_some); libmicrohttpd's own
      * limit, at which it would close what it is handed, lies above it. */
     OPT(MHD_OPTION_CONNECTION_LIMIT, conn_limit + LIMIT_ROOM, NULL);
     OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, conn_memory(srv->cfg), NULL);

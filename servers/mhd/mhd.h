@@ -177,19 +177,12 @@ int mhd_start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err);
 /* select, poll and thread-per-connection: the loop's one daemon. */
 int mhd_open_daemon(struct mhd_loop *loop, char *err);
 
-/* What mhd_accept did (conns.c). */
-enum mhd_accepted {
-    MHD_ACCEPTED_ONE = 0, /* a connection went to a daemon */
-    MHD_ACCEPTED_NONE,    /* nothing was pending */
-    MHD_ACCEPTED_LIMIT,   /* --max-connections are open: leave the socket for
-                             SERVICE_LIMIT_RETRY_US */
-    MHD_ACCEPTED_STARVED, /* out of descriptors: leave it for NET_ACCEPT_PAUSE_US */
-};
-
-/* Accepts one connection from loop->listen_fd under --max-connections and gives it to the daemon
- * of place(loop) (NULL: the loop's first). */
-enum mhd_accepted mhd_accept(struct mhd_loop *loop, uint64_t now,
-                             struct mhd_shard *(*place)(struct mhd_loop *loop));
+/* Accepts what is pending on loop->listen_fd (a bounded batch) under --max-connections and
+ * gives each connection to the daemon of place(loop) (NULL: the loop's first). Returns 0, or
+ * how long (µs) to leave the socket alone: SERVICE_LIMIT_RETRY_US at the limit,
+ * NET_ACCEPT_PAUSE_US out of descriptors (conns.c). */
+uint64_t mhd_accept_some(struct mhd_loop *loop, uint64_t now,
+                         struct mhd_shard *(*place)(struct mhd_loop *loop));
 
 /* poll and thread-per-connection: starts the loop's daemon and its accepting thread. */
 int mhd_open_accepting(struct mhd_loop *loop, char *err);

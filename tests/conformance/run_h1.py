@@ -20,7 +20,8 @@ after the case's own answers, and read on.
 A case file holds the request with C escapes (\\r \\n \\t \\0 \\xHH \\\\); line breaks in the
 file are not part of it. Lines starting with '#' are comments; '% then shutdown' shuts the
 sending side down after the request instead of sending the sentinel, '% then nothing' sends
-no sentinel. expected.txt has one line per case; a line "CASE@ENGINE ..." holds an engine's
+no sentinel; '% repeat N' sends the next line N times; "Content-Length: {}" in the head
+stands for the length of what follows it. expected.txt has one line per case; a line "CASE@ENGINE ..." holds an engine's
 own answer where its library decides before slowsrv can (each with its reason in a comment).
 Exit status: 0 if every case matched, 1 if not, 2 if the server could not be run.
 """
@@ -62,6 +63,7 @@ def unescape(text):
 def load_case(path):
     then = "sentinel"
     parts = []
+    repeat = 1
     with open(path, encoding="utf-8") as f:
         for line in f:
             line = line.rstrip("\n")
@@ -70,8 +72,17 @@ def load_case(path):
             if line.startswith("% then "):
                 then = line[len("% then ") :].strip()
                 continue
-            parts.append(line)
-    return unescape("".join(parts)), then
+            if line.startswith("% repeat "):
+                repeat = int(line[len("% repeat ") :])
+                continue
+            parts.append(line * repeat)
+            repeat = 1
+    data = unescape("".join(parts))
+    # "Content-Length: {}" stands for the length of what follows the head.
+    head, sep, body = data.partition(b"\r\n\r\n")
+    if sep and b"Content-Length: {}" in head:
+        data = head.replace(b"Content-Length: {}", b"Content-Length: %d" % len(body)) + sep + body
+    return data, then
 
 
 def frame(buf, head_request):
@@ -160,6 +171,15 @@ def in_flight(port):
         if n == 0 or time.time() > deadline:
             return n
         time.sleep(0.05)
+
+
+def rss_kb(pid):
+    """The resident memory of process pid, in KiB (VmRSS), or -1."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return -1
 
 
 def free_port():

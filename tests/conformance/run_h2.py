@@ -54,12 +54,6 @@ def hpack_get(path):
     return b"\x82\x86\x04" + bytes([len(p)]) + p + b"\x01\x01x"
 
 
-def rss_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return -1
 
 
 def connect(port, rcvbuf=None):
@@ -120,7 +114,7 @@ def closed_within(s, seconds):
 def flood_unread(port, pid, blob, fail):
     s = connect(port, 4096)
     s.sendall(PREFACE + raw_frame(4, 0, 0))
-    before = rss_kb(pid)
+    before = run_h1.rss_kb(pid)
     s.settimeout(0.5)
     sent = 0
     t0 = time.time()
@@ -130,7 +124,7 @@ def flood_unread(port, pid, blob, fail):
             sent += len(blob)
     except (socket.timeout, OSError):
         pass
-    grown = (rss_kb(pid) - before) // 1024
+    grown = (run_h1.rss_kb(pid) - before) // 1024
     if grown >= GROWTH_MIB:
         fail("memory grew by %d MiB under the flood (want < %d)" % (grown, GROWTH_MIB))
     if not closed_within(s, IDLE + 3):
@@ -173,7 +167,7 @@ def case_settings_flood_unread(port, pid, fail):
 def case_continuation_flood(port, pid, fail):
     s = connect(port)
     s.sendall(PREFACE + raw_frame(4, 0, 0) + raw_frame(1, 0, 1, hpack_get("/echo")))
-    before = rss_kb(pid)
+    before = run_h1.rss_kb(pid)
     block = raw_frame(9, 0, 1, b"\x40\x01a\x01b" * 2000)
     sent = 0
     s.settimeout(2)
@@ -183,7 +177,7 @@ def case_continuation_flood(port, pid, fail):
             sent += len(block)
     except (socket.timeout, OSError):
         pass
-    grown = (rss_kb(pid) - before) // 1024
+    grown = (run_h1.rss_kb(pid) - before) // 1024
     if sent >= 16 << 20:
         fail("16 MiB of CONTINUATION frames were taken in")
     if grown >= GROWTH_MIB:
@@ -197,7 +191,7 @@ def case_rapid_reset(port, pid, fail):
     s = connect(port)
     s.sendall(PREFACE + raw_frame(4, 0, 0))
     s.setblocking(False)
-    before = rss_kb(pid)
+    before = run_h1.rss_kb(pid)
     sid = 1
     pending = b""
     for _ in range(100):
@@ -218,7 +212,7 @@ def case_rapid_reset(port, pid, fail):
             except (BlockingIOError, OSError):
                 pass
     s.close()
-    grown = (rss_kb(pid) - before) // 1024
+    grown = (run_h1.rss_kb(pid) - before) // 1024
     if grown >= GROWTH_MIB:
         fail("memory grew by %d MiB (want < %d)" % (grown, GROWTH_MIB))
 

@@ -26,12 +26,6 @@ STREAMS = 10
 IDLE = 2.0
 
 
-def rss_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return -1
 
 
 def small_socket(port):
@@ -90,10 +84,10 @@ def main():
     failed = 0
     try:
         time.sleep(0.2)
-        before = rss_kb(proc.pid)
+        before = run_h1.rss_kb(proc.pid)
         socks = [(open_h2 if h2mode else open_h1)(port) for _ in range(CONNS)]
         time.sleep(1.0)
-        peak = rss_kb(proc.pid)
+        peak = run_h1.rss_kb(proc.pid)
         grown = (peak - before) // 1024
         # Closed within the timeout (counted from now: nothing has moved since the first
         # second), plus slack for the sweep and this machine.
@@ -101,7 +95,7 @@ def main():
         still_open = sum(0 if closed_by_server(s, deadline) else 1 for s in socks)
         for s in socks:
             s.close()
-        after = rss_kb(proc.pid)
+        after = run_h1.rss_kb(proc.pid)
         print("rss before %d KiB, with %d stalled clients %d KiB (+%d MiB), after %d KiB"
               % (before, CONNS, peak, grown, after))
         if grown >= 64:
