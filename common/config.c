@@ -1,4 +1,5 @@
 #include "config.h"
+#include "cpus.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -89,7 +90,8 @@ static const struct opt_def opt_defs[] = {
      "delay of GET /test: 1000, 1s, 250ms, 800us, 800ms..1200ms, normal:1s,50ms, "
      "lognormal:1s,0.25, 10ms:90,1s:9 (1000)"},
     {"threads", 't', OPT_COUNT, OFF(threads), 1, 1024, "N",
-     "event-loop threads (online CPUs); ignored by thread-per-connection"},
+     "event-loop threads (usable CPUs: online, affinity mask, cgroup quota); ignored by "
+     "thread-per-connection"},
     {"model", 'm', OPT_MODEL, OFF(model), 0, 0, "MODEL",
      "epoll, poll, select or thread-per-connection (epoll); slowsrv-h2o: epoll only"},
     {"max-connections", 0, OPT_COUNT, OFF(max_connections), 1, 10000000, "N",
@@ -869,8 +871,10 @@ static int validate(struct config *cfg, const struct config_engine *engine,
         return -EINVAL;
     }
     if (cfg->threads == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        cfg->threads = n > 0 ? (unsigned)n : 1;
+        /* The CPUs this process may use: a container limited to one CPU runs one loop. */
+        struct cpus_limit lim;
+        cfg->threads = cpus_usable(&lim, "/proc/self/cgroup", "/sys/fs/cgroup");
+        cpus_describe(&lim, cfg->threads, cfg->threads_from, sizeof cfg->threads_from);
     }
     return 0;
 }

@@ -100,6 +100,7 @@ struct config {
     unsigned port;              /* 0 = ephemeral */
     struct delay_spec delay;    /* delay of GET /test */
     unsigned threads;           /* event loops; resolved to >= 1 by config_load */
+    char threads_from[64];      /* what set a default --threads (cpus_describe), "" if given */
     enum config_model model;
     unsigned max_connections;
     uint64_t max_body;          /* bytes */

@@ -146,8 +146,14 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     }
     char url[300];
     net_format_url(url, sizeof url, cfg.tls_cert[0] ? "https" : "http", cfg.bind, port);
-    fprintf(stderr, "%s %s listening on %s (engine=%s model=%s threads=%u)\n", engine->caps.program,
-            SLOWSRV_VERSION, url, engine->name, config_model_name(cfg.model), (unsigned)nloops);
+    /* A default --threads says where it came from: "threads=1 (cpu.max 100000/100000)". */
+    char from[80] = "";
+    if (cfg.threads_from[0] && nloops == cfg.threads &&
+        cfg.model != CONFIG_MODEL_THREAD_PER_CONNECTION)
+        snprintf(from, sizeof from, " (%s)", cfg.threads_from);
+    fprintf(stderr, "%s %s listening on %s (engine=%s model=%s threads=%u%s)\n",
+            engine->caps.program, SLOWSRV_VERSION, url, engine->name, config_model_name(cfg.model),
+            (unsigned)nloops, from);
     fflush(stderr);
     /* Type=notify units wait for this; a no-op when NOTIFY_SOCKET is unset. */
     sd_notifyf(0, "READY=1\nSTATUS=listening on %s", url);

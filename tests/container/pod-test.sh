@@ -2,6 +2,7 @@
 # The pod sidecar test: slowsrv (then slowsrv-h2o) runs in a podman pod configured only by
 # SLOWSRV_* environment variables, and a second container of the same pod, the curl client,
 # reaches it on 127.0.0.1: /healthz is 200 and /test answers ok after the configured delay.
+# The server container is limited with --cpus 1 and runs one loop without SLOWSRV_THREADS.
 # Then `podman stop` sends SIGTERM while a request waits: that request still gets its answer,
 # the server exits 0 well within its 5 s grace and its log shows the startup line and the drain.
 # The pods have no network but their loopback (--network none): nothing is published on the
@@ -60,9 +61,10 @@ sidecar() {
     start=$(ct_now)
     podman pod create --name "$pod" --network none >/dev/null
     pods+=("$pod")
-    podman run -d --pod "$pod" --name "$pod-srv" --entrypoint "$program" \
+    # Limited to one CPU and given no SLOWSRV_THREADS: the server runs one loop by itself.
+    podman run -d --pod "$pod" --name "$pod-srv" --entrypoint "$program" --cpus 1 \
         -e SLOWSRV_PORT="$port" -e SLOWSRV_DELAY=200ms -e SLOWSRV_BIND=127.0.0.1 \
-        -e SLOWSRV_THREADS=1 "$CT_IMAGE" >/dev/null
+        "$CT_IMAGE" >/dev/null
     client "$pod" ready ready "$port"
     # 200 ms from SLOWSRV_DELAY (the built-in default is 1 s).
     client "$pod" test1 test "$port" 200 900
@@ -72,6 +74,8 @@ sidecar() {
         grep -q 'HTTP/2 ' <<<"$out" || ct_die "slowsrv-h2o: /test over h2c was not HTTP/2"
     fi
     stop_and_check "$pod" "$pod-srv" "$port" "$program"
+    podman logs "$pod-srv" 2>&1 | grep -Eq " threads=1 \(cpu\.(max|cfs_quota_us) 100000/100000\)\)$" ||
+        ct_die "$program: --cpus 1 without SLOWSRV_THREADS did not give threads=1 (cpu.max ...)"
 
     if [ "$program" = slowsrv ]; then
         # The image's ENTRYPOINT takes flags as arguments too: `podman run IMAGE --delay 300ms`.

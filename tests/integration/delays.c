@@ -5,6 +5,7 @@
  */
 #include "itest.h"
 
+#include <sched.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -479,6 +480,49 @@ static void workers_stats_add_up_every_pool(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
+/* Without --threads, a server runs as many loops as it may use CPUs (issue 16): pinned to one CPU
+ * (taskset -c 0, systemd's CPUAffinity=, a cpuset), one loop, and the startup line says what set
+ * it. The mask is this test's own, which the server it forks inherits, as from taskset. A cgroup
+ * quota of one CPU (a CI container) may say so instead: either way it is one loop. */
+static void default_threads_follow_the_affinity_mask(const struct itest_env *env)
+{
+    struct server s;
+    cpu_set_t old, one;
+    static const char *const args[] = {"--delay", "0", NULL};
+    if (sched_getaffinity(0, sizeof old, &old) != 0) {
+        CHECK_FAIL_("%s", "sched_getaffinity failed");
+        return;
+    }
+    CPU_ZERO(&one);
+    for (size_t i = 0; i < CPU_SETSIZE; i++)
+        if (CPU_ISSET(i, &old)) {
+            CPU_SET(i, &one);
+            break;
+        }
+    CHECK_INT(sched_setaffinity(0, sizeof one, &one), 0);
+    int rc = server_start(&s, env->bin, args, NULL);
+    sched_setaffinity(0, sizeof old, &old);
+    if (rc != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    char want[96];
+    snprintf(want, sizeof want, " threads=1 (affinity 1 of %ld CPUs))", online);
+    CHECK(strstr(s.startup, " model=epoll threads=1 (") != NULL);
+    CHECK(strstr(s.startup, want) != NULL || strstr(s.startup, " threads=1 (cpu.") != NULL ||
+          (online == 1 && strstr(s.startup, " threads=1 (1 CPUs online))") != NULL));
+    if (!strstr(s.startup, " threads=1 ("))
+        fprintf(stderr, "startup line: %s\n", s.startup);
+    stop_expect_clean(&s);
+    /* With the whole mask back, as many loops as the mask has CPUs (or the quota allows). */
+    START(env, &s, "--delay", "0");
+    char all[64];
+    snprintf(all, sizeof all, " threads=%d (", CPU_COUNT(&old));
+    CHECK(strstr(s.startup, all) != NULL || strstr(s.startup, " (cpu.") != NULL);
+    stop_expect_clean(&s);
+}
+
 /* --threads sets the event-loop threads, as the startup line shows. It does not apply to
  * thread-per-connection (README, Thread models): there each connection has a thread, so with
  * --threads 1 eight concurrent 300 ms requests are all answered after one delay, and the startup
@@ -525,6 +569,8 @@ static const struct itest_case cases[] = {
     {"overflow_answer_is_exact", overflow_answer_is_exact, ITEST_PLAIN, 0},
     {"workers_stats_add_up_every_pool", workers_stats_add_up_every_pool, ITEST_PLAIN, 0},
     {"threads_apply_to_event_loops_only", threads_apply_to_event_loops_only, ITEST_PLAIN, 0},
+    {"default_threads_follow_the_affinity_mask", default_threads_follow_the_affinity_mask,
+     ITEST_PLAIN, 0},
 };
 
 const struct itest_suite itest_suite_delays = {"delays", cases, sizeof cases / sizeof cases[0]};

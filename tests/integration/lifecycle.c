@@ -545,7 +545,7 @@ static const struct option_case option_cases[] = {
      0,
      0,
      " threads=3)",
-     "online CPUs"},
+     "usable CPUs"},
     {"model", "$MODEL", "fork", NULL, {NULL}, PROBE_STARTUP, NULL, NULL, 0, 0, NULL, "epoll"},
     {"max-connections",
      "37",
