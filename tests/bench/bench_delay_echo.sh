@@ -229,16 +229,6 @@ pids_of() { # server-pid -> the pid and its children (nginx: master + worker)
     fi
 }
 
-rss_kib() { # sum of VmRSS over pids
-    local p k v _ s=0
-    for p; do
-        while read -r k v _; do
-            [[ $k == VmRSS: ]] && { s=$((s + v)); break; }
-        done <"/proc/$p/status" 2>/dev/null || true
-    done
-    echo "$s"
-}
-
 cpu_ticks() { # sum of utime+stime over pids
     local p line rest f s=0
     for p; do
@@ -248,16 +238,6 @@ cpu_ticks() { # sum of utime+stime over pids
         s=$((s + f[11] + f[12]))   # fields 14 (utime) and 15 (stime)
     done
     echo "$s"
-}
-
-sampler() { # outfile stopfile pids...: max RSS every 0.1 s until stopfile disappears
-    local out=$1 stop=$2 max=0 s
-    shift 2
-    while [[ -e $stop ]]; do
-        s=$(rss_kib "$@")
-        ((s > max)) && { max=$s; echo "$max" >"$out"; }
-        sleep 0.1
-    done
 }
 
 cat >"$tmp/stats.lua" <<'EOF'

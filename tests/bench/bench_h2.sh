@@ -17,20 +17,33 @@
 #   test-h2c  h2load -c100 -m100 -D 10 --log-file …/test   slowsrv-h2o --delay 1s, nginx echo_sleep 1
 #   test-h2c-steady  the same after a WARMUP-second h2load --warm-up-time (the opening burst of
 #             10 000 streams left out): steady-state p50/p99/max
+# Scale (issue 16), each in steady state (h2load --warm-up-time; the -D run after it counts):
+#   test-h1-10k-steady   h2load --h1 -t1 -c10000 --warm-up-time=15 -D 20 /test (1 s)
+#                        slowsrv-h2o, slowsrv, nginx
+#   test-h1-18k-steady   the same at 18 000 connections (--max-connections 20000; nginx
+#                        worker_connections 20000): slowsrv-h2o, slowsrv, nginx
+#   wait-h2c-100k-steady h2load -c1000 -m100 --warm-up-time=5 -D 15 /test (1 s): 100 000 streams
+#                        waiting at once; slowsrv-h2o, nginx
+#   wait-h2c-1m-steady   --delay 10s, h2load -c10000 -m100 --warm-up-time=12 -D 20: 1 000 000
+#                        streams waiting at once on one loop; slowsrv-h2o (nginx with NGINX_1M=1:
+#                        it needs about 10 GiB there)
+#   Extra figures: requests/s ÷ ideal (streams ÷ delay), RSS of the server while they wait and
+#   per waiting request ((max RSS − idle RSS) ÷ streams).
 # Figures: requests/s, server CPU time per request (utime+stime of the server process(es),
 # nginx master+worker, h2o and its helper child, from /proc/PID/stat before/after ÷ requests
 # done), failures; for test-h2c p50/p99/max request time from h2load's per-request log.
 #
 # Not part of the test suite. See tests/bench/README.md. Knobs (environment):
 #   SLOWSRV=path SLOWSRV_H2O=path  REPS=3  DUR=10  SERVER_CPU=0 WRK_CPU=1
-#   SCENARIOS="echo-h1 echo-h2c test-h2c test-h2c-steady"  WARMUP=5
+#   SCENARIOS="echo-h1 echo-h2c test-h2c test-h2c-steady test-h1-10k-steady test-h1-18k-steady
+#              wait-h2c-100k-steady wait-h2c-1m-steady"  WARMUP=5  NGINX_1M=0
 #   RESULTS=dir (default tests/bench/results/<date>-h2/)
 set -Eeuo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cmdline="$0${*:+ $*}"
-for a in REPS DUR WARMUP SERVER_CPU WRK_CPU SLOWSRV SLOWSRV_H2O SCENARIOS RESULTS QUIET_WAIT QUIET_MAX OTHER_MAX TRIES; do
+for a in NGINX_1M REPS DUR WARMUP SERVER_CPU WRK_CPU SLOWSRV SLOWSRV_H2O SCENARIOS RESULTS QUIET_WAIT QUIET_MAX OTHER_MAX TRIES; do
     [[ -n ${!a:-} ]] && cmdline="$a=\"${!a}\" $cmdline"
 done
 
@@ -40,11 +53,13 @@ SERVER_CPU=${SERVER_CPU:-0}
 WRK_CPU=${WRK_CPU:-1}
 SLOWSRV=${SLOWSRV:-$root/build-bench/slowsrv}
 SLOWSRV_H2O=${SLOWSRV_H2O:-$root/build-bench/slowsrv-h2o}
-SCENARIOS=${SCENARIOS:-"echo-h1 echo-h2c test-h2c test-h2c-steady"}
+SCENARIOS=${SCENARIOS:-"echo-h1 echo-h2c test-h2c test-h2c-steady test-h1-10k-steady test-h1-18k-steady wait-h2c-100k-steady wait-h2c-1m-steady"}
+NGINX_1M=${NGINX_1M:-0}
 WARMUP=${WARMUP:-5}            # seconds, h2load --warm-up-time for test-h2c-steady
 stamp=$(date +%Y%m%d-%H%M%S)
 RESULTS=${RESULTS:-$here/results/$stamp-h2}
-DELAY_S=1
+DELAY_S=1                      # the servers' delay; 10 for wait-h2c-1m-steady (scen_setup)
+SRV_EXTRA=()                   # more slowsrv options for a scenario (scen_setup)
 ECHO_CONNS=100
 H2_ECHO_STREAMS=10             # h2load -m for /echo
 H2_TEST_STREAMS=100            # h2load -m for /test: 100 x 100 = 10 000 concurrent streams
@@ -116,7 +131,7 @@ fi
 tmp=$(mktemp -d /tmp/slowsrv-bench-h2.XXXXXX)
 chmod 755 "$tmp"   # h2o's file.dir below it
 tsv=$RESULTS/results.tsv
-printf 'rep\tserver\tscenario\tconns\tstreams\trequests\tduration_us\tp50_us\tp99_us\tmax_us\tmean_us\tfailed\terrored\ttimeout\tnon2xx\tsocket_errors\tcpu_ticks\tclk_tck\ttool_cpu_us\tother_cpu_pct\tuser_ticks\n' >"$tsv"
+printf 'rep\tserver\tscenario\tconns\tstreams\trequests\tduration_us\tp50_us\tp99_us\tmax_us\tmean_us\tfailed\terrored\ttimeout\tnon2xx\tsocket_errors\tcpu_ticks\tclk_tck\ttool_cpu_us\tother_cpu_pct\tuser_ticks\tdelay_s\trss_idle_kib\trss_max_kib\n' >"$tsv"
 
 # ---------------------------------------------------------------- interference from other work
 
@@ -196,20 +211,20 @@ wait_banner() { # name errfile -> port from "listening on http://…:PORT"
 }
 
 start_slowsrv_h2o() { # tag
-    local err=$tmp/slowsrv-h2o.$1.err args=(--threads 1 --port 0 --delay "${DELAY_S}s")
+    local err=$tmp/slowsrv-h2o.$1.err args=(--threads 1 --port 0 --delay "${DELAY_S}s" ${SRV_EXTRA[@]+"${SRV_EXTRA[@]}"})
     taskset -c "$SERVER_CPU" "$SLOWSRV_H2O" "${args[@]}" 2>"$err" &
     SRV_PID=$!; live[$SRV_PID]=slowsrv-h2o
     H1_PORT=$(wait_banner slowsrv-h2o "$err"); H2_PORT=$H1_PORT
-    SRV_CMD[slowsrv-h2o]="$SLOWSRV_H2O ${args[*]}"
+    [[ -n ${SRV_CMD[slowsrv-h2o]:-} ]] || SRV_CMD[slowsrv-h2o]="$SLOWSRV_H2O ${args[*]}"
     [[ -n ${BANNER[slowsrv-h2o]:-} ]] || BANNER[slowsrv-h2o]=$(grep -m1 'listening on' "$err")
 }
 
 start_slowsrv() { # tag
-    local err=$tmp/slowsrv.$1.err args=(--threads 1 --port 0 --delay "${DELAY_S}s")
+    local err=$tmp/slowsrv.$1.err args=(--threads 1 --port 0 --delay "${DELAY_S}s" ${SRV_EXTRA[@]+"${SRV_EXTRA[@]}"})
     taskset -c "$SERVER_CPU" "$SLOWSRV" "${args[@]}" 2>"$err" &
     SRV_PID=$!; live[$SRV_PID]=slowsrv
     H1_PORT=$(wait_banner slowsrv "$err"); H2_PORT=""
-    SRV_CMD[slowsrv]="$SLOWSRV ${args[*]}"
+    [[ -n ${SRV_CMD[slowsrv]:-} ]] || SRV_CMD[slowsrv]="$SLOWSRV ${args[*]}"
     [[ -n ${BANNER[slowsrv]:-} ]] || BANNER[slowsrv]=$(grep -m1 'listening on' "$err")
 }
 
@@ -319,7 +334,7 @@ EOF
 parse_run() {
     python3 - "$@" <<'PY'
 import os, re, sys
-rep, srv, scen, conns, streams, out, logf, ticks, clk, tool, other, uticks = sys.argv[1:]
+rep, srv, scen, conns, streams, out, logf, ticks, clk, tool, other, uticks, delay, idle, rmax = sys.argv[1:]
 text = open(out, errors="replace").read()
 nan = float("nan")
 d = dict(requests=0, duration_us=nan, p50_us=nan, p99_us=nan, max_us=nan, mean_us=nan,
@@ -361,7 +376,7 @@ else:   # h2load
             d.update(p50_us=pct(50), p99_us=pct(99), max_us=float(durs[-1]))
 cols = [rep, srv, scen, conns, streams] + ["%.0f" % d[k] if d[k] == d[k] else "nan" for k in
         ("requests", "duration_us", "p50_us", "p99_us", "max_us", "mean_us", "failed", "errored",
-         "timeout", "non2xx", "socket_errors")] + [ticks, clk, tool, other, uticks]
+         "timeout", "non2xx", "socket_errors")] + [ticks, clk, tool, other, uticks, delay, idle, rmax]
 print("\t".join(cols))
 PY
 }
@@ -371,6 +386,7 @@ declare -A TOOL_CMDS=()
 RETRY=0
 measure() { # rep server scenario try; sets RETRY=1 when other processes disturbed the run
     local rep=$1 srv=$2 scen=$3 try=$4 pid=$SRV_PID out logf=- c0 c1 u0 u1 w0 w1 b0 b1 t0 t1 other pids cmd conns streams
+    local dur=$DUR idle rmax stop
     RETRY=0
     mapfile -t pids < <(pids_of "$pid")
     out=$RESULTS/$scen.$srv.rep$rep.txt
@@ -389,9 +405,27 @@ measure() { # rep server scenario try; sets RETRY=1 when other processes disturb
         cmd=(taskset -c "$WRK_CPU" h2load -c "$conns" -m "$streams" -D "$DUR"
             "--log-file=$logf" "http://127.0.0.1:$H2_PORT/test")
         [[ $scen == test-h2c-steady ]] && cmd+=("--warm-up-time=$WARMUP") ;;
+    test-h1-10k-steady | test-h1-18k-steady)
+        conns=${scen#test-h1-}; conns=${conns%k-steady}000 streams=1 dur=20
+        logf=$RESULTS/$scen.$srv.rep$rep.log
+        cmd=(taskset -c "$WRK_CPU" h2load --h1 -t1 -c "$conns" --warm-up-time=15 -D "$dur"
+            "--log-file=$logf" "http://127.0.0.1:$H1_PORT/test") ;;
+    wait-h2c-100k-steady)
+        conns=1000 streams=100 dur=15
+        logf=$RESULTS/$scen.$srv.rep$rep.log
+        cmd=(taskset -c "$WRK_CPU" h2load -c "$conns" -m "$streams" --warm-up-time=5 -D "$dur"
+            "--log-file=$logf" "http://127.0.0.1:$H2_PORT/test") ;;
+    wait-h2c-1m-steady)
+        conns=10000 streams=100 dur=20
+        logf=$RESULTS/$scen.$srv.rep$rep.log
+        cmd=(taskset -c "$WRK_CPU" h2load -c "$conns" -m "$streams" --warm-up-time=12 -D "$dur"
+            "--log-file=$logf" "http://127.0.0.1:$H2_PORT/test") ;;
     esac
     [[ -n ${TOOL_CMDS[$scen]:-} ]] || TOOL_CMDS[$scen]=$(printf '%s ' "${cmd[@]}" | sed "s#$tmp/##g; s#$RESULTS/#RESULTS/#g")
     sleep 1
+    idle=$(rss_kib "${pids[@]}")
+    stop=$tmp/sampling; : >"$stop"; echo "$idle" >"$tmp/rss.max"
+    sampler "$tmp/rss.max" "$stop" "${pids[@]}" &
     log "rep $rep $srv $scen$( ((try > 1)) && echo " (try $try)"): ${cmd[*]:3}"
     child_cpu_us; w0=$CHILD_US
     c0=$(cpu_ticks "${pids[@]}"); u0=$(user_ticks "${pids[@]}")
@@ -400,6 +434,8 @@ measure() { # rep server scenario try; sets RETRY=1 when other processes disturb
     sys_busy; b1=$SYS_BUSY; t1=$(date +%s%N)
     c1=$(cpu_ticks "${pids[@]}"); u1=$(user_ticks "${pids[@]}")
     child_cpu_us; w1=$CHILD_US
+    rm -f "$stop"; wait $! 2>/dev/null || true
+    rmax=$(cat "$tmp/rss.max")
     kill -0 "$pid" 2>/dev/null || die "$srv died during $scen (see $out)"
     # CPU used by anything but this server and the load tool, % of one CPU
     other=$(( ((b1 - b0) - (c1 - c0) - (w1 - w0) * CLK_TCK / 1000000) * 100 * 1000000000 / CLK_TCK / (t1 - t0) ))
@@ -411,12 +447,20 @@ measure() { # rep server scenario try; sets RETRY=1 when other processes disturb
         RETRY=1
         return 0
     fi
-    STEADY_DUR_S=$DUR parse_run "$rep" "$srv" "$scen" "$conns" "$streams" "$out" "$logf" "$((c1 - c0))" "$CLK_TCK" "$((w1 - w0))" "$other" "$((u1 - u0))" >>"$tsv"
+    STEADY_DUR_S=$dur parse_run "$rep" "$srv" "$scen" "$conns" "$streams" "$out" "$logf" "$((c1 - c0))" "$CLK_TCK" "$((w1 - w0))" "$other" "$((u1 - u0))" "$DELAY_S" "$idle" "$rmax" >>"$tsv"
     # a server that stalled or broke under load fails the next plain request
     case $scen in
     echo-h1) get_ok "http://127.0.0.1:$H1_PORT/echo" OK || die "$srv: /echo wrong or silent after $scen" ;;
     echo-h2c) get_ok "http://127.0.0.1:$H2_PORT/echo" OK --http2-prior-knowledge || die "$srv: h2c /echo wrong or silent after $scen" ;;
     test-h2c*) get_ok "http://127.0.0.1:$H2_PORT/test" ok --http2-prior-knowledge || die "$srv: h2c /test wrong or silent after $scen" ;;
+    test-h1-*) get_ok "http://127.0.0.1:$H1_PORT/test" ok || die "$srv: /test wrong or silent after $scen" ;;
+    wait-h2c-*)
+        # A server may take a while to drop the streams h2load left waiting (nginx: ~1 000 000).
+        local i
+        for ((i = 0; i < 12; i++)); do
+            get_ok "http://127.0.0.1:$H2_PORT/echo" OK --http2-prior-knowledge && break
+        done
+        ((i < 12)) || die "$srv: h2c /echo wrong or silent for a minute after $scen" ;;
     esac
     [[ $logf != - ]] && { gzip -f "$logf" || true; }   # per-request logs are large
     return 0
@@ -427,7 +471,18 @@ servers_for() { # scenario -> servers
     echo-h1) echo "slowsrv-h2o slowsrv nginx h2o" ;;
     echo-h2c) echo "slowsrv-h2o nginx h2o" ;;
     test-h2c | test-h2c-steady) echo "slowsrv-h2o nginx" ;;
+    test-h1-10k-steady | test-h1-18k-steady) echo "slowsrv-h2o slowsrv nginx" ;;
+    wait-h2c-100k-steady) echo "slowsrv-h2o nginx" ;;
+    wait-h2c-1m-steady) if ((NGINX_1M)); then echo "slowsrv-h2o nginx"; else echo "slowsrv-h2o"; fi ;;
     *) die "unknown scenario $1" ;;
+    esac
+}
+
+scen_setup() { # scenario: the servers' delay and extra options for it
+    DELAY_S=1 SRV_EXTRA=()
+    case $1 in
+    test-h1-18k-steady) SRV_EXTRA=(--max-connections 20000) ;;
+    wait-h2c-1m-steady) DELAY_S=10 ;;
     esac
 }
 
@@ -447,7 +502,7 @@ for srv in slowsrv-h2o slowsrv nginx h2o; do
         opt=(); port=$H1_PORT
         [[ -n $H2_PORT ]] && { opt=(--http2-prior-knowledge); port=$H2_PORT; }
         t0=$(date +%s%N)
-        get_ok "http://127.0.0.1:$port/test" ok "${opt[@]}" || die "$srv: /test did not answer ok"
+        get_ok "http://127.0.0.1:$port/test" ok ${opt[@]+"${opt[@]}"} || die "$srv: /test did not answer ok"
         ms=$((($(date +%s%N) - t0) / 1000000))
         ((ms >= DELAY_S * 1000 - 5 && ms < DELAY_S * 1000 + 500)) || die "$srv: /test took ${ms} ms"
         msg+=", /test ok in $ms ms${opt:+ (h2c)}"
@@ -459,6 +514,7 @@ done
 # ---------------------------------------------------------------- runs
 for ((rep = 1; rep <= REPS; rep++)); do
     for scen in $SCENARIOS; do
+        scen_setup "$scen"
         read -ra srvs <<<"$(servers_for "$scen")"
         # rotate the order so no server always goes first
         k=$(((rep - 1) % ${#srvs[@]}))
@@ -577,6 +633,53 @@ for scen, what in (("test-h2c", "whole run"), ("test-h2c-steady", "steady state,
     row(f"{p} h2load CPU µs/request", scen, tool_us, 1)
     row(f"{p} failed + errored + timeout + non-2xx", scen, bad, ratios=False)
     row(f"{p} other processes' CPU %", scen, lambda r: num(r, "other_cpu_pct"), ratios=False)
+def ideal(r): return num(r, "conns") * num(r, "streams") / num(r, "delay_s")
+def of_ideal(r): return rps(r) / ideal(r) if ideal(r) else float("nan")
+def rss_per(r):
+    return (num(r, "rss_max_kib") - num(r, "rss_idle_kib")) / (num(r, "conns") * num(r, "streams"))
+def ge(a, b): return None if (a != a or b != b) else a >= b
+scale = (
+    ("test-h1-10k-steady", "/test 1 s HTTP/1.1, 10 000 connections (h2load --h1 -c10000), steady state",
+     1010, 0.995, "nginx"),
+    ("test-h1-18k-steady", "/test 1 s HTTP/1.1, 18 000 connections (h2load --h1 -c18000), steady state",
+     1010, 0.995, None),
+    ("wait-h2c-100k-steady", "/test 1 s h2c, 100 000 waiting streams (h2load -c1000 -m100), steady state",
+     1010, 0.995, "2"),
+    ("wait-h2c-1m-steady", "/test 10 s h2c, 1 000 000 waiting streams (h2load -c10000 -m100), steady state",
+     10010, 0.99, "2048MiB"),
+)
+for scen, what, p99max, rate_min, mem in scale:
+    if scen not in scens:
+        continue
+    p = what + ":"
+    row(f"{p} requests/s", scen, rps)
+    row(f"{p} requests/s ÷ ideal", scen, of_ideal, 3, f"slowsrv-h2o ≥ {rate_min}",
+        lambda v, m=rate_min: ge(v["slowsrv-h2o"], m))
+    row(f"{p} p50 ms", scen, lambda r: num(r, "p50_us") / 1e3, 1)
+    row(f"{p} p99 ms", scen, lambda r: num(r, "p99_us") / 1e3, 1, f"slowsrv-h2o ≤ {p99max}",
+        lambda v, m=p99max: le(v["slowsrv-h2o"], m))
+    if mem == "nginx":
+        row(f"{p} max ms", scen, lambda r: num(r, "max_us") / 1e3, 1, "slowsrv-h2o ≤ nginx",
+            lambda v: le(v["slowsrv-h2o"], v["nginx"]))
+    else:
+        row(f"{p} max ms", scen, lambda r: num(r, "max_us") / 1e3, 1)
+    row(f"{p} server CPU busy %", scen, busy)
+    row(f"{p} server CPU µs/request", scen, cpu_us, 1)
+    if mem == "nginx":
+        row(f"{p} RSS per waiting connection KiB", scen, rss_per, 2, "slowsrv-h2o ≤ nginx",
+            lambda v: le(v["slowsrv-h2o"], v["nginx"]))
+    elif mem == "2":
+        row(f"{p} RSS per waiting stream KiB", scen, rss_per, 2, "slowsrv-h2o ≤ 2",
+            lambda v: le(v["slowsrv-h2o"], 2))
+    else:
+        row(f"{p} RSS per waiting request KiB", scen, rss_per, 2)
+    if mem == "2048MiB":
+        row(f"{p} peak RSS MiB", scen, lambda r: num(r, "rss_max_kib") / 1024, 0,
+            "slowsrv-h2o ≤ 2048", lambda v: le(v["slowsrv-h2o"], 2048))
+    else:
+        row(f"{p} peak RSS MiB", scen, lambda r: num(r, "rss_max_kib") / 1024, 0)
+    row(f"{p} failed + errored + timeout + non-2xx", scen, bad, ratios=False)
+    row(f"{p} other processes' CPU %", scen, lambda r: num(r, "other_cpu_pct"), ratios=False)
 print()
 print("— = not measured (slowsrv: HTTP/1.1 only; h2o: static /echo only). Medians of the "
       "repetitions, each figure separately. Requests/s: requests completed ÷ run time "
@@ -591,7 +694,10 @@ print("— = not measured (slowsrv: HTTP/1.1 only; h2o: static /echo only). Medi
       "server and load tool, % of one CPU; runs above OTHER_MAX were repeated (*.noisyN). /test percentiles: nearest "
       "rank over the per-request times of h2load --log-file (status 200 only); steady state: "
       "h2load --warm-up-time, the -D run after it only (CPU per request is over warm-up and "
-      "run, so it reads high there).")
+      "run, so it reads high there). Ideal: streams ÷ delay per second. RSS: VmRSS of the "
+      "server process(es) sampled every 0.1 s; per waiting request = (max − idle) ÷ streams. "
+      "18 000 connections: slowsrv and slowsrv-h2o with --max-connections 20000; 1 000 000: "
+      "--delay 10s (nginx echo_sleep 10).")
 PY
 } >"$RESULTS/summary.md"
 cat "$RESULTS/summary.md"

@@ -1,4 +1,5 @@
-# Helpers shared by the bench_*.sh scripts (sourced, not run). They use the caller's globals:
+# Helpers shared by the bench_*.sh scripts (sourced, not run): also rss_kib and sampler (the
+# RSS of a server's processes while it runs). They use the caller's globals:
 # QUIET_WAIT, QUIET_MAX, CLK_TCK (wait_quiet), the `live` array and STOP_TERM_OK (stop_pid),
 # $tmp (child_cpu_us).
 # shellcheck shell=bash disable=SC2154,SC2034
@@ -61,4 +62,24 @@ child_cpu_us() { # sets CHILD_US: CPU (user+sys) of this script's reaped childre
         s=$((s + m * 60000000 + 10#${sec%.*} * 1000000 + 10#${sec#*.} * 1000))
     done
     CHILD_US=$s
+}
+
+rss_kib() { # sum of VmRSS over pids
+    local p k v _ s=0
+    for p; do
+        while read -r k v _; do
+            [[ $k == VmRSS: ]] && { s=$((s + v)); break; }
+        done <"/proc/$p/status" 2>/dev/null || true
+    done
+    echo "$s"
+}
+
+sampler() { # outfile stopfile pids...: max RSS every 0.1 s until stopfile disappears
+    local out=$1 stop=$2 max=0 s
+    shift 2
+    while [[ -e $stop ]]; do
+        s=$(rss_kib "$@")
+        ((s > max)) && { max=$s; echo "$max" >"$out"; }
+        sleep 0.1
+    done
 }
