@@ -540,7 +540,7 @@ h2load_v=$(h2load --version 2>&1 | head -1)
 git_rev=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
 git_dirty=$(git -C "$root" status --porcelain -- servers common CMakeLists.txt 2>/dev/null | wc -l)
 {
-    echo "## OK echo over HTTP/1.1 and h2c, /test (${DELAY_S} s) at 10 000 h2c streams"
+    echo "## OK echo over HTTP/1.1 and h2c, /test (1 s; 10 s at a million) at 10 000 to 1 000 000 waiting requests"
     echo
     echo "- command: \`$cmdline\` (in $root)"
     echo "- date: $(date -Is)"
@@ -549,7 +549,7 @@ git_dirty=$(git -C "$root" status --porcelain -- servers common CMakeLists.txt 2
     for s in slowsrv-h2o slowsrv nginx h2o; do
         [[ -n ${SRV_CMD[$s]:-} ]] && echo "- $s: \`${SRV_CMD[$s]}\`${BANNER[$s]:+ — ${BANNER[$s]}}"
     done
-    echo "- nginx: 1 worker + master, \`return 200 \"OK\"\` on /echo, echo module \`echo_sleep $DELAY_S; echo -n ok\` on /test, one HTTP/1.1 port and one \`listen … http2\` (h2c) port, backlog $BACKLOG, keepalive_requests unlimited, access_log off (config: nginx.conf here)"
+    echo "- nginx: 1 worker + master, \`return 200 \"OK\"\` on /echo, echo module \`echo_sleep 1; echo -n ok\` on /test (10 at a million), one HTTP/1.1 port and one \`listen … http2\` (h2c) port, backlog $BACKLOG, keepalive_requests unlimited, access_log off (config: nginx.conf here)"
     echo "- h2o: num-threads 1, file.dir with a static file \`echo\` = \`OK\` (2 bytes), no access log (config: h2o.yaml here); its CPU includes its helper child process"
     echo "- servers on CPU $SERVER_CPU, load tools on CPU $WRK_CPU; fresh server per run; $REPS repetitions, medians"
     for s in $SCENARIOS; do [[ -n ${TOOL_CMDS[$s]:-} ]] && echo "- $s: \`${TOOL_CMDS[$s]% }\`"; done
