@@ -44,6 +44,10 @@ const struct config config_defaults = {
     .access_log = "",
     .check_file = "",
     .config_file = "",
+    .control_host = "",
+    .control_token = "",
+    .control_bearer = "",
+    .scenario = NULL,
 };
 
 enum opt_type {
@@ -56,11 +60,13 @@ enum opt_type {
     OPT_SEED,
     OPT_MODEL,
     OPT_LOG_LEVEL,
-    OPT_PATH,     /* char[CONFIG_PATH_LEN] */
-    OPT_FLAG,     /* int 0/1; a flag without a value on the command line */
-    OPT_RATE,     /* double from 0 to 1 */
-    OPT_STATUS,   /* unsigned final HTTP status, CONFIG_STATUS_MIN..MAX */
-    OPT_OVERFLOW, /* 503 or reset */
+    OPT_PATH,           /* char[CONFIG_PATH_LEN] */
+    OPT_FLAG,           /* int 0/1; a flag without a value on the command line */
+    OPT_RATE,           /* double from 0 to 1 */
+    OPT_STATUS,         /* unsigned final HTTP status, CONFIG_STATUS_MIN..MAX */
+    OPT_OVERFLOW,       /* 503 or reset */
+    OPT_CONTROL,        /* [ADDR:]PORT of the control API */
+    OPT_SCENARIO_START, /* start or api */
 };
 
 /* Actions that exist only on the command line. */
@@ -140,6 +146,13 @@ static const struct opt_def opt_defs[] = {
      "one JSON line per request to FILE, or - for stdout; reopened on SIGHUP (off)"},
     {"spool-dir", 0, OPT_PATH, OFF(spool_dir), 0, 0, "DIR",
      "slowsrv-h2o: where libh2o spools request bodies from about 16 MiB (/tmp)"},
+    {"control", 0, OPT_CONTROL, OFF(control_host), 0, 0, "[ADDR:]PORT",
+     "serve the control API (live routes, scenario, reset) on its own listener; ADDR "
+     "127.0.0.1 unless given (off)"},
+    {"control-token", 0, OPT_PATH, OFF(control_token), 0, 0, "FILE",
+     "control API requests must carry Authorization: Bearer <the first line of FILE> (none)"},
+    {"scenario-start", 0, OPT_SCENARIO_START, OFF(scenario_manual), 0, 0, "start|api",
+     "the config's scenario starts with the server, or on POST /scenario/start (start)"},
 };
 
 #define NOPTS (sizeof opt_defs / sizeof opt_defs[0])
@@ -338,6 +351,37 @@ static int set_value(struct config *cfg, const struct opt_def *d, const char *va
             return -EINVAL;
         }
         return 0;
+    case OPT_CONTROL: {
+        /* PORT, ADDR:PORT or [V6ADDR]:PORT */
+        const char *colon = strrchr(val, ':');
+        const char *port = colon ? colon + 1 : val;
+        size_t hlen = colon ? (size_t)(colon - val) : 0;
+        const char *host = val;
+        if (hlen >= 2 && val[0] == '[' && val[hlen - 1] == ']') {
+            host++;
+            hlen -= 2;
+        }
+        if (parse_u64(port, &v, &rest) != 0 || *rest || v > 65535 || (colon && hlen == 0) ||
+            hlen >= CONFIG_HOST_LEN || (hlen && memchr(host, '/', hlen))) {
+            snprintf(why, whylen, "'%s' is not [ADDR:]PORT (e.g. 9090, 127.0.0.1:9090)", val);
+            return -EINVAL;
+        }
+        if (hlen) {
+            memcpy(cfg->control_host, host, hlen);
+            cfg->control_host[hlen] = '\0';
+        } else {
+            snprintf(cfg->control_host, sizeof cfg->control_host, "127.0.0.1");
+        }
+        cfg->control_port = (unsigned)v;
+        return 0;
+    }
+    case OPT_SCENARIO_START:
+        if (strcmp(val, "start") != 0 && strcmp(val, "api") != 0) {
+            snprintf(why, whylen, "'%s' is not start or api", val);
+            return -EINVAL;
+        }
+        cfg->scenario_manual = strcmp(val, "api") == 0;
+        return 0;
     case OPT_LOG_LEVEL:
         if (log_level_parse(val, &cfg->log_level) != 0) {
             snprintf(why, whylen, "unknown level '%s' (error, warn, info, debug)", val);
@@ -415,6 +459,7 @@ static int json_value_text(const cJSON *item, char *buf, size_t len)
 
 static int load_routes(struct config *cfg, const char *path, const cJSON *arr, char *err,
                        size_t errlen);
+static void free_routes(struct config *cfg);
 
 static int load_file(struct config *cfg, const char *path, unsigned char *set, char *err,
                      size_t errlen)
@@ -448,6 +493,14 @@ static int load_file(struct config *cfg, const char *path, unsigned char *set, c
         char val[1024], why[CORE_ERR_LEN];
         if (strcmp(item->string, "routes") == 0) {
             rc = load_routes(cfg, path, item, err, errlen);
+        } else if (strcmp(item->string, "scenario") == 0) {
+            /* Checked whole against the routes it changes by scenario_check (scenario.h). */
+            free(cfg->scenario);
+            cfg->scenario = cJSON_IsArray(item) ? cJSON_PrintUnformatted(item) : NULL;
+            if (!cfg->scenario) {
+                snprintf(err, errlen, "%s: scenario: must be an array of phases", path);
+                rc = -EINVAL;
+            }
         } else if (!d) {
             snprintf(err, errlen, "%s: %s: unknown key (see --help for the option names)", path,
                      item->string);
@@ -513,17 +566,16 @@ static int route_count(const cJSON *it, unsigned lo, unsigned *out)
     return 0;
 }
 
-/* Fills r from one element of "routes". `why` gets "<key>: <reason>" on failure. */
-static int parse_route(const cJSON *o, struct config_route *r, char *why, size_t whylen)
+int config_route_apply(struct config_route *r, const cJSON *o, int with_path, char *why,
+                       size_t whylen)
 {
     if (!cJSON_IsObject(o)) {
-        snprintf(why, whylen, "must be an object with at least \"path\"");
+        snprintf(why, whylen, "must be an object%s", with_path ? " with at least \"path\"" : "");
         return -EINVAL;
     }
-    r->status = 200;
     for (const cJSON *it = o->child; it; it = it->next) {
         const char *k = it->string;
-        if (strcmp(k, "path") == 0) {
+        if (strcmp(k, "path") == 0 && with_path) {
             if (!cJSON_IsString(it) || it->valuestring[0] != '/' ||
                 strpbrk(it->valuestring, "? \t\r\n")) {
                 snprintf(why, whylen, "path: must be a string starting with / (no query)");
@@ -582,8 +634,9 @@ static int parse_route(const cJSON *o, struct config_route *r, char *why, size_t
                 return -EINVAL;
             }
         } else if (strcmp(k, "workers") == 0) {
-            if (route_count(it, 1, &r->workers) != 0) {
-                snprintf(why, whylen, "workers: must be a whole number from 1 to 10000000");
+            if (route_count(it, with_path ? 1u : 0u, &r->workers) != 0) {
+                snprintf(why, whylen, "workers: must be a whole number from %d to 10000000",
+                         with_path);
                 return -EINVAL;
             }
         } else if (strcmp(k, "queue") == 0) {
@@ -617,16 +670,50 @@ static int parse_route(const cJSON *o, struct config_route *r, char *why, size_t
                 r->headers[r->nheaders].value = dup_n(h->valuestring, strlen(h->valuestring));
                 r->nheaders++;
             }
+        } else if (strcmp(k, "error-rate") == 0) {
+            if (!cJSON_IsNumber(it) || !(it->valuedouble >= 0.0 && it->valuedouble <= 1.0)) {
+                snprintf(why, whylen, "error-rate: must be a number from 0 to 1 (e.g. 0.3)");
+                return -EINVAL;
+            }
+            r->has_error_rate = 1;
+            r->error_rate = it->valuedouble;
+        } else if (strcmp(k, "error-status") == 0) {
+            if (!cJSON_IsNumber(it) || it->valuedouble < CONFIG_STATUS_MIN ||
+                it->valuedouble > CONFIG_STATUS_MAX ||
+                it->valuedouble != (double)(int)it->valuedouble) {
+                snprintf(why, whylen, "error-status: must be an HTTP status from %d to %d",
+                         CONFIG_STATUS_MIN, CONFIG_STATUS_MAX);
+                return -EINVAL;
+            }
+            r->error_status = (unsigned)it->valueint;
         } else {
             snprintf(why, whylen,
-                     "%s: unknown key (path, method, status, body, headers, delay, drip, fault, "
-                     "workers, queue)",
-                     k);
+                     "%s: unknown key (%smethod, status, body, headers, delay, drip, fault, "
+                     "workers, queue, error-rate, error-status)",
+                     k, with_path ? "path, " : "");
             return -EINVAL;
         }
     }
-    if (!r->path) {
-        snprintf(why, whylen, "path: missing");
+    return 0;
+}
+
+int config_route_check(const struct config_route *r, uint64_t max_delay_us, char *why,
+                       size_t whylen)
+{
+    uint64_t max = r->has_delay ? delay_spec_max_us(&r->delay) : 0;
+    if (r->drip.over_us > max_delay_us) {
+        char a[32], b[32];
+        delay_format_ms(r->drip.over_us, a, sizeof a);
+        delay_format_ms(max_delay_us, b, sizeof b);
+        snprintf(why, whylen, "drip: %s ms is over --max-delay %s ms; raise --max-delay", a, b);
+        return -EINVAL;
+    }
+    if (max != UINT64_MAX && max > max_delay_us) {
+        char a[32], b[32];
+        delay_format_ms(max, a, sizeof a);
+        delay_format_ms(max_delay_us, b, sizeof b);
+        snprintf(why, whylen, "delay: up to %s ms is over --max-delay %s ms; raise --max-delay", a,
+                 b);
         return -EINVAL;
     }
     if (r->queue && !r->workers) {
@@ -647,6 +734,50 @@ static int parse_route(const cJSON *o, struct config_route *r, char *why, size_t
     return 0;
 }
 
+/* Fills r from one element of "routes". `why` gets "<key>: <reason>" on failure. */
+static int parse_route(const cJSON *o, struct config_route *r, char *why, size_t whylen)
+{
+    r->status = 200;
+    int rc = config_route_apply(r, o, 1, why, whylen);
+    if (rc == 0 && !r->path) {
+        snprintf(why, whylen, "path: missing");
+        rc = -EINVAL;
+    }
+    return rc;
+}
+
+int config_route_copy(struct config_route *dst, const struct config_route *src)
+{
+    *dst = *src;
+    dst->path = src->path ? dup_n(src->path, strlen(src->path)) : NULL;
+    dst->method = src->method ? dup_n(src->method, strlen(src->method)) : NULL;
+    dst->body = src->body ? dup_n(src->body, src->body_len) : NULL;
+    int failed =
+        (src->path && !dst->path) || (src->method && !dst->method) || (src->body && !dst->body);
+    for (size_t h = 0; h < src->nheaders; h++) {
+        dst->headers[h].name = dup_n(src->headers[h].name, strlen(src->headers[h].name));
+        dst->headers[h].value = dup_n(src->headers[h].value, strlen(src->headers[h].value));
+        failed |= !dst->headers[h].name || !dst->headers[h].value;
+    }
+    if (failed) {
+        config_route_free(dst);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+void config_route_free(struct config_route *r)
+{
+    free(r->path);
+    free(r->method);
+    free(r->body);
+    for (size_t h = 0; h < r->nheaders; h++) {
+        free(r->headers[h].name);
+        free(r->headers[h].value);
+    }
+    memset(r, 0, sizeof *r);
+}
+
 static int load_routes(struct config *cfg, const char *path, const cJSON *arr, char *err,
                        size_t errlen)
 {
@@ -659,7 +790,7 @@ static int load_routes(struct config *cfg, const char *path, const cJSON *arr, c
         snprintf(err, errlen, "%s: routes: at most %d routes", path, CONFIG_ROUTES_MAX);
         return -EINVAL;
     }
-    config_cleanup(cfg);
+    free_routes(cfg);
     cfg->routes = calloc(n ? n : 1, sizeof *cfg->routes);
     if (!cfg->routes) {
         snprintf(err, errlen, "%s: out of memory", path);
@@ -684,19 +815,20 @@ static int load_routes(struct config *cfg, const char *path, const cJSON *arr, c
     return 0;
 }
 
+static void free_routes(struct config *cfg)
+{
+    for (size_t i = 0; cfg->routes && i < cfg->nroutes; i++)
+        config_route_free(&cfg->routes[i]);
+    free(cfg->routes);
+    cfg->routes = NULL;
+    cfg->nroutes = 0;
+}
+
 void config_cleanup(struct config *cfg)
 {
-    for (size_t i = 0; cfg->routes && i < cfg->nroutes; i++) {
-        struct config_route *r = &cfg->routes[i];
-        free(r->path);
-        free(r->method);
-        free(r->body);
-        for (size_t h = 0; h < r->nheaders; h++) {
-            free(r->headers[h].name);
-            free(r->headers[h].value);
-        }
-    }
-    free(cfg->routes);
+    free_routes(cfg);
+    free(cfg->scenario);
+    cfg->scenario = NULL;
     cfg->routes = NULL;
     cfg->nroutes = 0;
 }
@@ -804,25 +936,9 @@ static int validate(struct config *cfg, const struct config_engine *engine,
         return -EINVAL;
     }
     for (size_t i = 0; i < cfg->nroutes; i++) {
-        const struct config_route *r = &cfg->routes[i];
-        uint64_t max = r->has_delay ? delay_spec_max_us(&r->delay) : 0;
-        if (r->drip.over_us > cfg->max_delay_us) {
-            char a[32], b[32];
-            delay_format_ms(r->drip.over_us, a, sizeof a);
-            delay_format_ms(cfg->max_delay_us, b, sizeof b);
-            snprintf(err, errlen,
-                     "%s: routes[%zu].drip: %s ms is over --max-delay %s ms; raise --max-delay",
-                     cfg->config_file, i, a, b);
-            return -EINVAL;
-        }
-        if (max != UINT64_MAX && max > cfg->max_delay_us) {
-            char a[32], b[32];
-            delay_format_ms(max, a, sizeof a);
-            delay_format_ms(cfg->max_delay_us, b, sizeof b);
-            snprintf(err, errlen,
-                     "%s: routes[%zu].delay: up to %s ms is over --max-delay %s ms; raise "
-                     "--max-delay",
-                     cfg->config_file, i, a, b);
+        char why[CORE_ERR_LEN];
+        if (config_route_check(&cfg->routes[i], cfg->max_delay_us, why, sizeof why) != 0) {
+            snprintf(err, errlen, "%s: routes[%zu].%s", cfg->config_file, i, why);
             return -EINVAL;
         }
     }
@@ -865,6 +981,30 @@ static int validate(struct config *cfg, const struct config_engine *engine,
                      strerror(errno));
             return -EINVAL;
         }
+    }
+    if (cfg->control_token[0] != '\0') {
+        char *text;
+        size_t len;
+        char why[CORE_ERR_LEN];
+        if (!cfg->control_host[0]) {
+            snprintf(err, errlen, "control-token: needs --control (the token guards its API)");
+            return -EINVAL;
+        }
+        if (config_read_file(cfg->control_token, 4096, &text, &len, why, sizeof why) != 0) {
+            snprintf(err, errlen, "control-token: %s", why);
+            return -EINVAL;
+        }
+        size_t n = strcspn(text, "\r\n");
+        if (n == 0 || n >= sizeof cfg->control_bearer) {
+            snprintf(err, errlen,
+                     "control-token: %s: the first line must hold the token (1 to %zu bytes)",
+                     cfg->control_token, sizeof cfg->control_bearer - 1);
+            free(text);
+            return -EINVAL;
+        }
+        memcpy(cfg->control_bearer, text, n);
+        cfg->control_bearer[n] = '\0';
+        free(text);
     }
     if (cfg->spool_dir[0] == '\0') {
         snprintf(err, errlen, "spool-dir: must not be empty");

@@ -20,6 +20,7 @@
 
 #define CONFIG_HOST_LEN 256
 #define CONFIG_PATH_LEN 4096
+#define CONFIG_TOKEN_LEN 512
 
 /* Largest config file read, in bytes. */
 #define CONFIG_FILE_MAX (1024 * 1024)
@@ -64,6 +65,9 @@ struct config_route {
     enum config_fault fault; /* instead of the answer */
     unsigned workers;        /* this route's own worker pool; 0: the global --workers */
     unsigned queue;          /* its queue, with workers */
+    int has_error_rate;      /* 1: error_rate below, not --error-rate */
+    double error_rate;       /* share of its requests answered error_status instead */
+    unsigned error_status;   /* 0: --error-status */
     size_t nheaders;
     struct config_header headers[CONFIG_ROUTE_HEADERS];
 };
@@ -123,12 +127,18 @@ struct config {
     size_t nroutes; /* routes from the config file */
     struct config_route *routes;
     enum log_level log_level;
-    char tls_cert[CONFIG_PATH_LEN];    /* PEM certificate chain; "" for cleartext */
-    char tls_key[CONFIG_PATH_LEN];     /* PEM private key; set exactly when tls_cert is */
-    char spool_dir[CONFIG_PATH_LEN];   /* slowsrv-h2o: where libh2o spools large bodies */
-    char access_log[CONFIG_PATH_LEN];  /* JSON line per request: a file, "-" (stdout) or "" */
-    char check_file[CONFIG_PATH_LEN];  /* the file named by --check-config, for messages */
-    char config_file[CONFIG_PATH_LEN]; /* the config file read, "" if none */
+    char tls_cert[CONFIG_PATH_LEN];        /* PEM certificate chain; "" for cleartext */
+    char tls_key[CONFIG_PATH_LEN];         /* PEM private key; set exactly when tls_cert is */
+    char spool_dir[CONFIG_PATH_LEN];       /* slowsrv-h2o: where libh2o spools large bodies */
+    char access_log[CONFIG_PATH_LEN];      /* JSON line per request: a file, "-" (stdout) or "" */
+    char check_file[CONFIG_PATH_LEN];      /* the file named by --check-config, for messages */
+    char config_file[CONFIG_PATH_LEN];     /* the config file read, "" if none */
+    char control_host[CONFIG_HOST_LEN];    /* --control: the control API's address, "" when off */
+    unsigned control_port;                 /* its port (0 picks a free one) */
+    char control_token[CONFIG_PATH_LEN];   /* --control-token FILE, "" for none */
+    char control_bearer[CONFIG_TOKEN_LEN]; /* that file's token (its first line), "" for none */
+    char *scenario;      /* the config file's "scenario" as JSON text (malloc'd), or NULL */
+    int scenario_manual; /* "scenario-start": "api": the scenario waits for POST /scenario/start */
 };
 
 /* Built-in defaults, before any source is applied. */
@@ -158,6 +168,29 @@ int config_read_file(const char *path, size_t max, char **out, size_t *len, char
 
 /* Frees what config_load allocated (the routes). The struct may be loaded again afterwards. */
 void config_cleanup(struct config *cfg);
+
+struct cJSON;
+
+/* Applies the keys of the JSON object o (those of a config route: method, status, body,
+ * headers, delay, drip, fault, workers, queue, error-rate, error-status; "path" only if
+ * `with_path`) onto r, whose strings it may free and replace. Values are checked exactly as in
+ * the config file; on failure returns -EINVAL with "<key>: <reason>" in why, and r may hold some
+ * keys applied (apply onto a copy to keep the original). The control API's PATCH and the
+ * scenario's phases use it. */
+int config_route_apply(struct config_route *r, const struct cJSON *o, int with_path, char *why,
+                       size_t whylen);
+
+/* Checks what depends on several keys of r (queue needs workers, a drip needs body bytes,
+ * truncate needs a body, delay and drip within max_delay_us). Returns 0, or -EINVAL with
+ * "<key>: <reason>" in why. */
+int config_route_check(const struct config_route *r, uint64_t max_delay_us, char *why,
+                       size_t whylen);
+
+/* Deep-copies src into dst (which holds nothing). Returns 0 or -ENOMEM (dst then holds nothing). */
+int config_route_copy(struct config_route *dst, const struct config_route *src);
+
+/* Frees the strings of r and zeroes it. */
+void config_route_free(struct config_route *r);
 
 /* Writes the --help text of `engine`'s program to `out`. */
 void config_usage(FILE *out, const struct config_engine *engine);

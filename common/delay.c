@@ -415,3 +415,49 @@ size_t delay_format_ms(uint64_t us, char *buf, size_t len)
         return 0;
     return (size_t)n < len ? (size_t)n : len - 1;
 }
+
+/* A duration as delay_spec_parse reads it back: "1000ms", "0.8ms". */
+static size_t format_duration(uint64_t us, char *buf, size_t len)
+{
+    size_t n = delay_format_ms(us, buf, len);
+    int m = snprintf(buf + n, len - n, "ms");
+    return m < 0 ? n : (n + (size_t)m < len ? n + (size_t)m : len - 1);
+}
+
+size_t delay_spec_format(const struct delay_spec *spec, char *buf, size_t len)
+{
+    char a[32], b[32];
+    int n = 0;
+    buf[0] = '\0';
+    switch (spec->kind) {
+    case DELAY_FIXED:
+        format_duration(spec->a_us, a, sizeof a);
+        n = snprintf(buf, len, "%s", a);
+        break;
+    case DELAY_UNIFORM:
+        format_duration(spec->a_us, a, sizeof a);
+        format_duration(spec->b_us, b, sizeof b);
+        n = snprintf(buf, len, "%s..%s", a, b);
+        break;
+    case DELAY_NORMAL:
+        format_duration(spec->a_us, a, sizeof a);
+        format_duration(spec->b_us, b, sizeof b);
+        n = snprintf(buf, len, "normal:%s,%s", a, b);
+        break;
+    case DELAY_LOGNORMAL:
+        format_duration(spec->a_us, a, sizeof a);
+        n = snprintf(buf, len, "lognormal:%s,%.17g", a, spec->sigma);
+        break;
+    case DELAY_MIX:
+        for (size_t i = 0; i < spec->nmix && n >= 0 && (size_t)n < len; i++) {
+            format_duration(spec->mix[i].us, a, sizeof a);
+            int m = snprintf(buf + n, len - (size_t)n, "%s%s:%u", i ? "," : "", a,
+                             spec->mix[i].percent);
+            n = m < 0 ? -1 : n + m;
+        }
+        break;
+    }
+    if (n < 0)
+        return 0;
+    return (size_t)n < len ? (size_t)n : len - 1;
+}

@@ -76,6 +76,10 @@ uint64_t delay_spec_draw(const struct delay_spec *spec, uint64_t seed, uint64_t 
  * length written (always NUL-terminated; len >= 24 is always enough). */
 size_t delay_format_ms(uint64_t us, char *buf, size_t len);
 
+/* Writes spec as delay_spec_parse reads it back ("1000ms", "normal:1000ms,50ms"). Returns the
+ * length written (always NUL-terminated; 512 bytes hold every spec). */
+size_t delay_spec_format(const struct delay_spec *spec, char *buf, size_t len);
+
 /* A slow body: sent in `chunks` pieces spread over `over_us` (?drip=, a route's "drip"). */
 struct delay_drip {
     unsigned chunks; /* 0: no drip */

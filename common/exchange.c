@@ -66,7 +66,9 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
     x->begun_us = timer_now_us();
     x->due_us = 0;
     x->sent_us = 0;
-    route_plan(&svc->routes, rq, &x->plan);
+    /* The plan is made by the live table, which stays this request's until exchange_end. */
+    x->table = service_table_acquire(svc, stats_shard_index(sh));
+    route_plan(x->table, rq, &x->plan);
     /* --max-requests' last request (an answer given during the stop closes too: decide). */
     x->plan.close = rq->last;
     x->svc = svc;
@@ -77,7 +79,7 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
          * nothing more is read from the connection. */
         route_plan_error(&x->plan, bad, why);
         x->plan.route = NULL;
-        x->plan.stats_id = ROUTE_STATS_OTHER(&svc->routes);
+        x->plan.stats_id = ROUTE_STATS_OTHER(x->table);
         x->plan.close = 1;
         x->refused_head = 1;
     }
@@ -181,7 +183,7 @@ enum exchange_do exchange_on_head(struct exchange *x, struct service *svc, struc
             free(ctype);
         return decide(x, EXCHANGE_DO_CLOSE);
     }
-    int rc = upload_init(x->upload, ctype, content_length(rq), svc->routes.max_body);
+    int rc = upload_init(x->upload, ctype, content_length(rq), x->table->max_body);
     free(ctype);
     if (rc == 0)
         return EXCHANGE_DO_READ;
@@ -460,4 +462,8 @@ void exchange_end(struct exchange *x, struct timer_heap *h)
     stats_request_end(x->shard, x->plan.stats_id, x->answered);
     free(x->upload);
     x->upload = NULL;
+    /* Last: the plan's route, body and headers are the table's. */
+    if (x->svc)
+        service_table_release(x->svc, x->table, stats_shard_index(x->shard));
+    x->table = NULL;
 }

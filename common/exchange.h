@@ -98,6 +98,7 @@ struct exchange {
     unsigned answered;     /* status of the queued answer, 0 if none */
     struct stats_shard *shard;
     struct service *svc;                 /* whose stop makes every answer close its connection */
+    struct route_table *table;           /* the generation that planned it, held until _end */
     struct upload *upload;               /* PLAN_UPLOAD only, between exchange_on_head and _end */
     uint64_t decided_at;                 /* upload bytes received when its answer was decided */
     struct pool *pool;                   /* the table's worker pool, or NULL */

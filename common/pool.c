@@ -69,7 +69,7 @@ void pool_leave(struct pool *p, struct pool_entry *e)
     if (e->state == POOL_QUEUED) {
         unlink_queued(p, e);
     } else if (e->state == POOL_ADMITTED) {
-        struct pool_entry *next = p->head;
+        struct pool_entry *next = p->active <= p->workers ? p->head : NULL;
         if (next) {
             /* The worker passes straight to the oldest waiter. */
             p->head = next->next;
@@ -84,6 +84,27 @@ void pool_leave(struct pool *p, struct pool_entry *e)
         }
     }
     e->state = POOL_OUT;
+    pthread_mutex_unlock(&p->lock);
+}
+
+void pool_resize(struct pool *p, unsigned workers, unsigned queue_max)
+{
+    pthread_mutex_lock(&p->lock);
+    p->workers = workers ? workers : 1;
+    p->queue_max = queue_max;
+    /* More workers: the oldest waiters take them now. Fewer: the busy ones finish, and a worker
+     * that ends while the pool is over its size is not passed on. */
+    while (p->head && p->active < p->workers && !p->stopping) {
+        struct pool_entry *e = p->head;
+        p->head = e->next;
+        if (!p->head)
+            p->tail = NULL;
+        p->queued--;
+        p->active++;
+        e->state = POOL_ADMITTED;
+        e->next = NULL;
+        e->admit(e);
+    }
     pthread_mutex_unlock(&p->lock);
 }
 

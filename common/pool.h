@@ -66,6 +66,11 @@ void pool_leave(struct pool *p, struct pool_entry *e);
  * same way (pool_enter). Thread-safe; harmless when the queue is empty. */
 void pool_flush(struct pool *p);
 
+/* Changes the pool's size and queue (the control API): more workers admit the oldest waiters at
+ * once; with fewer, busy workers finish and are not passed on until the pool fits. Requests
+ * already queued keep their place. Thread-safe. */
+void pool_resize(struct pool *p, unsigned workers, unsigned queue_max);
+
 /* Snapshot of the counters. Thread-safe. */
 void pool_counts_get(struct pool *p, struct pool_counts *out);
 

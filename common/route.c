@@ -23,12 +23,33 @@ static void set_delay(struct route *r, const struct delay_spec *delay)
 {
     r->delayed = 1;
     r->delay = *delay;
-    r->timing[0] = '\0';
-    if (delay_spec_is_fixed(delay)) {
-        char ms[32];
-        delay_format_ms(delay_spec_draw(delay, 0, 0, 0), ms, sizeof ms);
-        snprintf(r->timing, sizeof r->timing, "delay;dur=%s", ms);
+}
+
+/* The Server-Timing value of an answer delayed `us` (delayed) planned by t: "delay;dur=1000",
+ * and ", gen;desc=N" when the table is live. */
+static void format_timing(const struct route_table *t, int delayed, uint64_t us, char *buf,
+                          size_t len)
+{
+    char ms[32];
+    int n = 0;
+    buf[0] = '\0';
+    if (delayed) {
+        delay_format_ms(us, ms, sizeof ms);
+        n = snprintf(buf, len, "delay;dur=%s", ms);
     }
+    if (t->live && n >= 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, "%sgen;desc=%llu", n ? ", " : "",
+                 (unsigned long long)t->generation);
+}
+
+/* A route's fixed Server-Timing value (a fixed delay; the generation), "" for a random delay. */
+static void set_timing(const struct route_table *t, struct route *r)
+{
+    r->timing[0] = '\0';
+    if (!r->counted && !r->delayed)
+        return;
+    if (!r->delayed || delay_spec_is_fixed(&r->delay))
+        format_timing(t, r->delayed, r->delayed ? r->delay.a_us : 0, r->timing, sizeof r->timing);
 }
 
 static struct route *add(struct route_table *t, const char *path, const char *method,
@@ -44,9 +65,11 @@ static struct route *add(struct route_table *t, const char *path, const char *me
     r->body = body;
     r->body_len = body ? strlen(body) : 0;
     r->counted = 1;
+    r->error_rate = t->error_rate;
+    r->error_status = t->error_status;
+    r->slot = t->count;
     if (delay)
         set_delay(r, delay);
-    atomic_init(&t->seq[t->count], 0);
     t->count++;
     return r;
 }
@@ -62,7 +85,9 @@ static void add_configured(struct route_table *t, const struct config_route *c)
         return;
     if (!r)
         r = add(t, c->path, NULL, ROUTE_STATIC, NULL, NULL);
+    size_t slot = r->slot;
     memset(r, 0, sizeof *r);
+    r->slot = slot;
     r->path = c->path;
     r->method = c->method;
     r->kind = ROUTE_STATIC;
@@ -77,6 +102,9 @@ static void add_configured(struct route_table *t, const struct config_route *c)
     r->fault = c->fault;
     r->workers = c->workers;
     r->queue = c->queue;
+    r->own_error = c->has_error_rate;
+    r->error_rate = c->has_error_rate ? c->error_rate : t->error_rate;
+    r->error_status = c->error_status ? c->error_status : t->error_status;
     /* Content-Type goes where the engines put it; the others are sent as given. */
     for (size_t h = 0; h < c->nheaders; h++) {
         if (strcasecmp(c->headers[h].name, "Content-Type") == 0)
@@ -87,9 +115,13 @@ static void add_configured(struct route_table *t, const struct config_route *c)
     r->headers = r->own_headers;
 }
 
-void route_table_init(struct route_table *t, const struct config *cfg)
+static void init_with(struct route_table *t, const struct config *cfg,
+                      const struct config_route *routes, size_t n, uint64_t generation)
 {
     t->count = 0;
+    t->cfg = cfg;
+    t->generation = generation;
+    t->live = cfg->control_host[0] != '\0' || cfg->scenario != NULL;
     t->seed = cfg->seed;
     t->max_delay_us = cfg->max_delay_us;
     t->overrides = !cfg->no_overrides;
@@ -99,8 +131,12 @@ void route_table_init(struct route_table *t, const struct config *cfg)
     t->max_headers = cfg->max_header_size;
     t->error_rate = cfg->error_rate;
     t->error_status = cfg->error_status;
-    atomic_init(&t->filler, NULL);
-    t->filler_span = 0;
+    for (size_t i = 0; i <= ROUTE_MAX; i++)
+        atomic_init(&t->own_seq[i], 0);
+    t->seq = t->own_seq;
+    atomic_init(&t->own_filler.bytes, NULL);
+    t->own_filler.span = 0;
+    t->filler = &t->own_filler;
     add(t, "/test", "GET", ROUTE_STATIC, "ok", &cfg->delay);
     add(t, "/write", "POST", ROUTE_UPLOAD, NULL, NULL);
     add(t, "/", NULL, ROUTE_STATIC, "OK", NULL);
@@ -112,21 +148,94 @@ void route_table_init(struct route_table *t, const struct config *cfg)
     struct route *m = add(t, "/metrics", "GET", ROUTE_METRICS, NULL, NULL);
     m->counted = 0;
     m->content_type = "text/plain; version=0.0.4";
-    for (size_t i = 0; i < cfg->nroutes; i++)
-        add_configured(t, &cfg->routes[i]);
+    for (size_t i = 0; i < n; i++)
+        add_configured(t, &routes[i]);
+    t->other_slot = t->count;
+    for (size_t i = 0; i < t->count; i++)
+        set_timing(t, &t->routes[i]);
+}
+
+void route_table_init(struct route_table *t, const struct config *cfg)
+{
+    t->owned = NULL;
+    t->nowned = 0;
+    init_with(t, cfg, cfg->routes, cfg->nroutes, 1);
+}
+
+int route_table_init_routes(struct route_table *t, const struct config *cfg,
+                            const struct config_route *routes, size_t n, uint64_t generation)
+{
+    t->nowned = 0;
+    t->owned = calloc(n ? n : 1, sizeof *t->owned);
+    if (!t->owned)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        if (config_route_copy(&t->owned[i], &routes[i]) != 0) {
+            route_table_cleanup(t);
+            return -ENOMEM;
+        }
+        t->nowned++;
+    }
+    init_with(t, cfg, t->owned, n, generation);
+    return 0;
+}
+
+void route_describe(const struct route *r, struct config_route *out)
+{
+    memset(out, 0, sizeof *out);
+    out->path = (char *)(uintptr_t)r->path;
+    out->method = (char *)(uintptr_t)r->method;
+    out->status = r->status;
+    out->body = (char *)(uintptr_t)r->body;
+    out->body_len = r->body_len;
+    out->has_delay = r->delayed;
+    out->delay = r->delay;
+    out->drip = r->drip;
+    out->fault = r->fault;
+    out->workers = r->workers;
+    out->queue = r->queue;
+    out->has_error_rate = r->own_error;
+    out->error_rate = r->own_error ? r->error_rate : 0;
+    out->error_status = r->error_status;
+    /* The own headers, and the Content-Type when it is not the default. */
+    for (size_t h = 0; h < r->nheaders && out->nheaders < CONFIG_ROUTE_HEADERS; h++)
+        out->headers[out->nheaders++] = r->headers[h];
+    if (r->content_type != ct_text && out->nheaders < CONFIG_ROUTE_HEADERS) {
+        out->headers[out->nheaders].name = (char *)(uintptr_t) "Content-Type";
+        out->headers[out->nheaders++].value = (char *)(uintptr_t)r->content_type;
+    }
+}
+
+int route_editable(const struct route *r)
+{
+    return r->kind == ROUTE_STATIC && r->counted;
+}
+
+long route_find(const struct route_table *t, const char *path)
+{
+    for (size_t i = 0; i < t->count; i++)
+        if (strcmp(t->routes[i].path, path) == 0)
+            return (long)i;
+    return -1;
 }
 
 void route_table_cleanup(struct route_table *t)
 {
-    char *f = atomic_load(&t->filler);
-    if (f)
-        munmap(f, t->filler_span);
-    atomic_store(&t->filler, NULL);
+    struct route_filler *f = &t->own_filler;
+    char *bytes = atomic_load(&f->bytes);
+    if (bytes)
+        munmap(bytes, f->span);
+    atomic_store(&f->bytes, NULL);
+    for (size_t i = 0; t->owned && i < t->nowned; i++)
+        config_route_free(&t->owned[i]);
+    free(t->owned);
+    t->owned = NULL;
+    t->nowned = 0;
 }
 
 size_t route_stats_count(const struct route_table *t)
 {
-    return t->count + 1;
+    return t->other_slot + 1;
 }
 
 size_t route_error_json(char *buf, size_t len, unsigned status, const char *msg)
@@ -339,7 +448,7 @@ static char *filler_map(uint64_t size, size_t *span)
 
 static const char *filler(struct route_table *t)
 {
-    char *f = atomic_load(&t->filler);
+    char *f = atomic_load(&t->filler->bytes);
     if (f)
         return f;
     size_t span;
@@ -347,10 +456,9 @@ static const char *filler(struct route_table *t)
     if (!mine)
         return NULL;
     char *expected = NULL;
-    if (atomic_compare_exchange_strong(&t->filler, &expected, mine)) {
-        t->filler_span = span;
+    t->filler->span = span; /* every map of one table is the same size */
+    if (atomic_compare_exchange_strong(&t->filler->bytes, &expected, mine))
         return mine;
-    }
     munmap(mine, span);
     return expected;
 }
@@ -388,13 +496,12 @@ static int apply_overrides(struct route_table *t, const struct route_request *rq
             route_plan_error(out, 400, msg);
             return -1;
         }
+        size_t slot = t->routes[id].slot;
         if (*index == UINT64_MAX)
-            *index = atomic_fetch_add_explicit(&t->seq[id], 1, memory_order_relaxed);
+            *index = atomic_fetch_add_explicit(&t->seq[slot], 1, memory_order_relaxed);
         out->delay_us =
-            clamp_draw(t, delay_spec_draw(&spec, t->seed, STREAM_OVERRIDE | id, *index));
-        char ms[32];
-        delay_format_ms(out->delay_us, ms, sizeof ms);
-        snprintf(out->timing_buf, sizeof out->timing_buf, "delay;dur=%s", ms);
+            clamp_draw(t, delay_spec_draw(&spec, t->seed, STREAM_OVERRIDE | slot, *index));
+        format_timing(t, 1, out->delay_us, out->timing_buf, sizeof out->timing_buf);
         out->timing = out->timing_buf;
         out->cacheable = 0;
     }
@@ -516,7 +623,8 @@ static void plan_defaults(const struct route_table *t, size_t id, struct plan *o
     const struct route *r = &t->routes[id];
     out->route = r;
     out->route_id = id;
-    out->stats_id = r->counted ? id : STATS_UNCOUNTED;
+    out->stats_id = r->counted ? r->slot : STATS_UNCOUNTED;
+    out->generation = t->generation;
     out->allow = NULL;
     out->status = r->status;
     out->content_type = r->content_type;
@@ -530,7 +638,7 @@ static void plan_defaults(const struct route_table *t, size_t id, struct plan *o
                                              : PLAN_RESPOND;
     out->cacheable = r->kind == ROUTE_STATIC && !r->drip.chunks && r->fault == CONFIG_FAULT_NONE;
     out->delay_us = r->delayed && r->timing[0] ? r->delay.a_us : 0;
-    out->timing = r->delayed && r->timing[0] ? r->timing : NULL;
+    out->timing = r->timing[0] ? r->timing : NULL;
     out->drip = r->drip;
     out->truncate = 0;
     out->close = 0;
@@ -556,6 +664,7 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
 
     out->route = NULL;
     out->stats_id = ROUTE_STATS_OTHER(t);
+    out->generation = t->generation;
     out->allow = NULL;
     out->close = 0;
     if ((rq->target_bytes ? rq->target_bytes : rq->target_len) > t->max_target) {
@@ -603,32 +712,32 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
     }
 
     size_t id = (size_t)(r - t->routes);
-    uint64_t index = UINT64_MAX; /* taken from seq[id] when a draw needs it */
+    uint64_t index = UINT64_MAX; /* taken from seq[slot] when a draw needs it */
     plan_defaults(t, id, out);
     enum config_fault fault = r->fault;
     if (r->delayed && !r->timing[0]) {
         /* A random delay: number the request within its route so the draw is reproducible. */
-        char ms[32];
-        index = atomic_fetch_add_explicit(&t->seq[id], 1, memory_order_relaxed);
+        index = atomic_fetch_add_explicit(&t->seq[r->slot], 1, memory_order_relaxed);
         out->delay_us =
-            clamp_draw(t, delay_spec_draw(&r->delay, t->seed, STREAM_DELAY | id, index));
-        delay_format_ms(out->delay_us, ms, sizeof ms);
-        snprintf(out->timing_buf, sizeof out->timing_buf, "delay;dur=%s", ms);
+            clamp_draw(t, delay_spec_draw(&r->delay, t->seed, STREAM_DELAY | r->slot, index));
+        format_timing(t, 1, out->delay_us, out->timing_buf, sizeof out->timing_buf);
         out->timing = out->timing_buf;
         out->cacheable = 0;
     }
     if (r->counted && t->overrides && rq->lookup &&
         apply_overrides(t, rq, id, &index, out, &fault) != 0)
         return;
-    if (r->counted && t->error_rate > 0 && out->action == PLAN_RESPOND) {
+    if (r->counted && r->error_rate > 0 && out->action == PLAN_RESPOND) {
         if (index == UINT64_MAX)
-            index = atomic_fetch_add_explicit(&t->seq[id], 1, memory_order_relaxed);
-        uint64_t coin = delay_random(t->seed, STREAM_ERROR | id, index);
-        if ((double)(coin >> 11) * (1.0 / 9007199254740992.0) < t->error_rate) {
+            index = atomic_fetch_add_explicit(&t->seq[r->slot], 1, memory_order_relaxed);
+        uint64_t coin = delay_random(t->seed, STREAM_ERROR | r->slot, index);
+        if ((double)(coin >> 11) * (1.0 / 9007199254740992.0) < r->error_rate) {
             /* The injected error still takes the request's delay, as a real failure would. */
             uint64_t delay = out->delay_us;
             const char *timing = out->timing;
-            route_plan_error(out, t->error_status, "injected by --error-rate");
+            route_plan_error(out, r->error_status,
+                             r->own_error ? "injected by the route's error-rate"
+                                          : "injected by --error-rate");
             out->delay_us = delay;
             out->timing = timing;
             return;

@@ -26,7 +26,7 @@
 #include "stats.h"
 
 #define ROUTE_MAX 64
-#define ROUTE_TIMING_LEN 48
+#define ROUTE_TIMING_LEN 72
 
 enum route_kind {
     ROUTE_STATIC = 0, /* a fixed answer, possibly delayed */
@@ -45,19 +45,39 @@ struct route {
     size_t body_len;
     const struct config_header *headers; /* extra answer headers, from the config */
     size_t nheaders;
-    int counted;                   /* 0 for /healthz and /stats: never counted as load */
-    int delayed;                   /* 1 if the route waits and carries Server-Timing */
-    struct delay_spec delay;       /* when delayed */
-    struct delay_drip drip;        /* chunks 0: the body at once */
-    enum config_fault fault;       /* a fault instead of the answer, or none */
-    unsigned workers, queue;       /* its own worker pool (service.h), or 0 */
+    int counted;             /* 0 for /healthz and /stats: never counted as load */
+    int delayed;             /* 1 if the route waits and carries Server-Timing */
+    struct delay_spec delay; /* when delayed */
+    struct delay_drip drip;  /* chunks 0: the body at once */
+    enum config_fault fault; /* a fault instead of the answer, or none */
+    unsigned workers, queue; /* its own worker pool (service.h), or 0 */
+    double error_rate;       /* share answered error_status instead (--error-rate, or its
+                                own "error-rate") */
+    unsigned error_status;
+    int own_error;                 /* 1 if error_rate is the route's own */
+    size_t slot;                   /* its stats id, draw stream and pool, kept by path across
+                                      generations of the table (service.h); the index at first */
     char timing[ROUTE_TIMING_LEN]; /* Server-Timing value of a fixed delay, else "" */
     struct config_header own_headers[CONFIG_ROUTE_HEADERS];
+};
+
+/* The ?size= filler: max_size bytes mapped on first use, shared by every generation. */
+struct route_filler {
+    _Atomic(char *) bytes;
+    size_t span; /* bytes mapped */
 };
 
 struct route_table {
     struct route routes[ROUTE_MAX];
     size_t count;
+    const struct config *cfg;   /* what it was built from (the built-in routes, the limits) */
+    uint64_t generation;        /* 1 for the table of the start; each change makes the next */
+    int live;                   /* the table can change (--control, a scenario): every answer
+                                   names its generation in Server-Timing ("gen;desc=N") */
+    struct config_route *owned; /* the config routes it was built from, its own copies */
+    size_t nowned;
+    size_t other_slot; /* stats id of requests that matched no route */
+    unsigned holder;   /* its place among the service's live generations */
     uint64_t seed;
     uint64_t max_delay_us;
     int overrides; /* 1 unless --no-overrides */
@@ -67,13 +87,15 @@ struct route_table {
     uint64_t max_body;    /* --max-body: larger uploads get 413 */
     double error_rate;
     unsigned error_status;
-    _Atomic uint64_t seq[ROUTE_MAX]; /* requests planned per route: the draw index */
-    _Atomic(char *) filler;          /* max_size bytes for ?size=, mapped on first use */
-    size_t filler_span;              /* bytes mapped at filler */
+    _Atomic uint64_t *seq;       /* requests planned per slot: the draw index (own_seq unless
+                                    the service shares one array between generations) */
+    struct route_filler *filler; /* &own_filler unless shared */
+    _Atomic uint64_t own_seq[ROUTE_MAX + 1];
+    struct route_filler own_filler;
 };
 
 /* Stats id shared by every request that matched no route (404) or no method (405). */
-#define ROUTE_STATS_OTHER(table) ((table)->count)
+#define ROUTE_STATS_OTHER(table) ((table)->other_slot)
 
 enum plan_action {
     PLAN_RESPOND = 0, /* answer status/body after delay_us */
@@ -95,6 +117,7 @@ struct plan {
     size_t body_len;
     const struct config_header *headers; /* extra headers to send, valid as long as the table */
     size_t nheaders;
+    uint64_t generation;    /* of the table that planned it */
     uint64_t delay_us;      /* 0: answer at once */
     const char *timing;     /* Server-Timing header value, or NULL for none */
     const char *allow;      /* Allow header value for 405, or NULL */
@@ -146,6 +169,22 @@ struct route_request {
  * GET /healthz, GET /stats, GET /metrics) as configured by cfg, then cfg's "routes", which replace
  * a built-in route of the same path or are added. cfg must outlive the table. */
 void route_table_init(struct route_table *t, const struct config *cfg);
+
+/* Fills *t as route_table_init does, but with `routes` (n of them, deep-copied: t owns its
+ * copies) in place of cfg's "routes", as generation `generation`. Returns 0, or -ENOMEM with
+ * nothing to free. */
+int route_table_init_routes(struct route_table *t, const struct config *cfg,
+                            const struct config_route *routes, size_t n, uint64_t generation);
+
+/* Describes route r as a config route would (its strings are r's, borrowed). */
+void route_describe(const struct route *r, struct config_route *out);
+
+/* 1 if route r may be changed at runtime: a counted fixed answer (not /write, /stats, /metrics,
+ * /healthz). */
+int route_editable(const struct route *r);
+
+/* Index of the route whose path is `path` in t, or -1. */
+long route_find(const struct route_table *t, const char *path);
 
 /* Fills *out with an error answer: status, the JSON body {"error": msg, "status": status}, no
  * delay, nothing shaped. */

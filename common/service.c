@@ -2,7 +2,12 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "scenario.h"
 #include "timer.h"
 
 static struct pool *new_pool(unsigned workers, unsigned queue, int *rc)
@@ -25,12 +30,33 @@ static void free_pool(struct pool **p)
     }
 }
 
+/* users[shard][holder] */
+static _Atomic long *users_of(struct service *s, size_t shard, unsigned holder)
+{
+    return &s->users[shard * SERVICE_GENERATIONS + holder];
+}
+
 int service_init(struct service *s, const struct config *cfg, size_t nshards,
                  struct accesslog *access)
 {
     int rc = 0;
     s->stats = NULL;
     s->pool = NULL;
+    s->cfg = cfg;
+    s->nshards = nshards ? nshards : 1;
+    s->live_enabled = cfg->control_host[0] != '\0' || cfg->scenario != NULL;
+    atomic_init(&s->live, 0);
+    atomic_init(&s->changes, 0);
+    s->scenario = NULL;
+    s->users = NULL;
+    for (size_t i = 0; i < SERVICE_GENERATIONS; i++)
+        s->tables[i] = NULL;
+    for (size_t i = 0; i < SERVICE_SLOTS; i++) {
+        s->slot_path[i] = NULL;
+        s->slot_refs[i] = 0;
+        atomic_init(&s->seq[i], 0);
+    }
+    pthread_mutex_init(&s->change_lock, NULL);
     s->access = access;
     s->overflow_reset = cfg->overflow == CONFIG_OVERFLOW_RESET;
     s->max_connections = cfg->max_connections;
@@ -41,8 +67,27 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
     atomic_init(&s->limit_since, 0);
     atomic_init(&s->stopping, 0);
     route_table_init(&s->routes, cfg);
-    for (size_t i = 0; i < ROUTE_MAX; i++)
+    s->routes.holder = 0;
+    s->tables[0] = &s->routes;
+    for (size_t i = 0; i < SERVICE_SLOTS; i++)
         s->route_pools[i] = NULL;
+    if (s->live_enabled) {
+        size_t n = (s->nshards + 1) * SERVICE_GENERATIONS;
+        s->users = aligned_alloc(64, (n * sizeof *s->users + 63) / 64 * 64);
+        if (!s->users)
+            rc = -ENOMEM;
+        for (size_t i = 0; s->users && i < n; i++)
+            atomic_init(&s->users[i], 0);
+        /* Slots by path, kept across generations; the draw indexes go on from one to the next. */
+        s->routes.seq = s->seq;
+        for (size_t i = 0; rc == 0 && i < s->routes.count; i++) {
+            s->slot_path[i] = strdup(s->routes.routes[i].path);
+            s->slot_refs[i] = 1;
+            if (!s->slot_path[i])
+                rc = -ENOMEM;
+        }
+        s->slot_refs[s->routes.other_slot] = 1; /* "other" is never given to a path */
+    }
     if (cfg->workers)
         s->pool = new_pool(cfg->workers, cfg->queue, &rc);
     /* A route with "workers" has a pool of its own instead of the global one. */
@@ -52,7 +97,8 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
                 new_pool(s->routes.routes[i].workers, s->routes.routes[i].queue, &rc);
     s->started_us = timer_now_us();
     if (rc == 0)
-        s->stats = stats_new(nshards, route_stats_count(&s->routes));
+        s->stats =
+            stats_new(nshards, s->live_enabled ? SERVICE_SLOTS : route_stats_count(&s->routes));
     if (!s->stats) {
         service_cleanup(s);
         return -ENOMEM;
@@ -62,9 +108,23 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
 
 void service_cleanup(struct service *s)
 {
+    for (size_t i = 1; i < SERVICE_GENERATIONS; i++) {
+        if (s->tables[i] && s->tables[i] != &s->routes) {
+            route_table_cleanup(s->tables[i]);
+            free(s->tables[i]);
+        }
+        s->tables[i] = NULL;
+    }
     route_table_cleanup(&s->routes);
+    free(s->users);
+    s->users = NULL;
+    for (size_t i = 0; i < SERVICE_SLOTS; i++) {
+        free(s->slot_path[i]);
+        s->slot_path[i] = NULL;
+    }
+    pthread_mutex_destroy(&s->change_lock);
     free_pool(&s->pool);
-    for (size_t i = 0; i < ROUTE_MAX; i++)
+    for (size_t i = 0; i < SERVICE_SLOTS; i++)
         free_pool(&s->route_pools[i]);
     stats_free(s->stats);
     s->stats = NULL;
@@ -74,16 +134,166 @@ struct pool *service_pool_of(const struct service *s, const struct plan *p)
 {
     if (!p->route || p->stats_id == STATS_UNCOUNTED)
         return NULL;
-    return s->route_pools[p->route_id] ? s->route_pools[p->route_id] : s->pool;
+    return p->route->workers && s->route_pools[p->route->slot] ? s->route_pools[p->route->slot]
+                                                               : s->pool;
 }
 
 void service_flush(struct service *s)
 {
     if (s->pool)
         pool_flush(s->pool);
-    for (size_t i = 0; i < s->routes.count; i++)
+    for (size_t i = 0; i < SERVICE_SLOTS; i++)
         if (s->route_pools[i])
             pool_flush(s->route_pools[i]);
+}
+
+struct route_table *service_table_acquire(struct service *s, size_t shard)
+{
+    if (!s->live_enabled)
+        return &s->routes;
+    shard = shard < s->nshards ? shard : s->nshards;
+    for (;;) {
+        unsigned h = atomic_load_explicit(&s->live, memory_order_acquire);
+        _Atomic long *u = users_of(s, shard, h);
+        atomic_fetch_add_explicit(u, 1, memory_order_seq_cst);
+        /* Still live after the count: a change that retires it from now on sees the count, and
+         * tables[h] is not freed or reused under us. */
+        if (atomic_load_explicit(&s->live, memory_order_seq_cst) == h)
+            return s->tables[h];
+        atomic_fetch_sub_explicit(u, 1, memory_order_release);
+    }
+}
+
+void service_table_release(struct service *s, struct route_table *t, size_t shard)
+{
+    if (!s->live_enabled || !t)
+        return;
+    shard = shard < s->nshards ? shard : s->nshards;
+    atomic_fetch_sub_explicit(users_of(s, shard, t->holder), 1, memory_order_release);
+}
+
+void service_change_lock(struct service *s)
+{
+    pthread_mutex_lock(&s->change_lock);
+}
+
+void service_change_unlock(struct service *s)
+{
+    pthread_mutex_unlock(&s->change_lock);
+}
+
+struct route_table *service_live(struct service *s)
+{
+    return s->tables[atomic_load(&s->live)];
+}
+
+static int table_in_use(struct service *s, unsigned h)
+{
+    if (h == atomic_load(&s->live))
+        return 1;
+    for (size_t sh = 0; sh <= s->nshards; sh++)
+        if (atomic_load_explicit(users_of(s, sh, h), memory_order_seq_cst) != 0)
+            return 1;
+    return 0;
+}
+
+static void slot_unref(struct service *s, size_t slot)
+{
+    if (slot < SERVICE_SLOTS && s->slot_refs[slot] && --s->slot_refs[slot] == 0) {
+        free(s->slot_path[slot]);
+        s->slot_path[slot] = NULL;
+    }
+}
+
+void service_reclaim(struct service *s)
+{
+    if (!s->live_enabled)
+        return;
+    for (unsigned h = 0; h < SERVICE_GENERATIONS; h++) {
+        struct route_table *t = s->tables[h];
+        if (!t || table_in_use(s, h))
+            continue;
+        for (size_t i = 0; i < t->count; i++)
+            slot_unref(s, t->routes[i].slot);
+        if (t != &s->routes) {
+            route_table_cleanup(t);
+            free(t);
+        }
+        s->tables[h] = NULL;
+    }
+}
+
+/* The slot of `path`: the one it holds, else a free one (its counters zeroed). */
+static long slot_for(struct service *s, const char *path)
+{
+    long free_slot = -1;
+    for (size_t i = 0; i < SERVICE_SLOTS; i++) {
+        if (s->slot_path[i] && strcmp(s->slot_path[i], path) == 0)
+            return (long)i;
+        if (!s->slot_refs[i] && free_slot < 0)
+            free_slot = (long)i;
+    }
+    if (free_slot < 0)
+        return -1;
+    s->slot_path[free_slot] = strdup(path);
+    if (!s->slot_path[free_slot])
+        return -1;
+    stats_route_zero(s->stats, (size_t)free_slot);
+    atomic_store(&s->seq[free_slot], 0);
+    return free_slot;
+}
+
+long long service_publish(struct service *s, const struct config_route *routes, size_t n)
+{
+    if (!s->live_enabled)
+        return -EPERM;
+    service_reclaim(s);
+    unsigned h = 0;
+    while (h < SERVICE_GENERATIONS && s->tables[h])
+        h++;
+    if (h == SERVICE_GENERATIONS)
+        return -ENOSPC;
+    struct route_table *cur = service_live(s);
+    struct route_table *t = malloc(sizeof *t);
+    if (!t)
+        return -ENOMEM;
+    if (route_table_init_routes(t, s->cfg, routes, n, cur->generation + 1) != 0) {
+        free(t);
+        return -ENOMEM;
+    }
+    t->holder = h;
+    t->seq = s->seq;
+    t->filler = &s->routes.own_filler;
+    t->other_slot = s->routes.other_slot;
+    int rc = 0;
+    size_t refs[ROUTE_MAX], nrefs = 0;
+    for (size_t i = 0; i < t->count && rc == 0; i++) {
+        struct route *r = &t->routes[i];
+        long slot = slot_for(s, r->path);
+        if (slot < 0) {
+            rc = -ENOSPC;
+            break;
+        }
+        s->slot_refs[slot]++;
+        refs[nrefs++] = (size_t)slot;
+        r->slot = (size_t)slot;
+        if (r->workers && s->route_pools[slot])
+            pool_resize(s->route_pools[slot], r->workers, r->queue);
+        else if (r->workers)
+            s->route_pools[slot] = new_pool(r->workers, r->queue, &rc);
+    }
+    if (rc != 0) {
+        for (size_t i = 0; i < nrefs; i++)
+            slot_unref(s, refs[i]);
+        route_table_cleanup(t);
+        free(t);
+        return rc;
+    }
+    s->tables[h] = t;
+    atomic_store_explicit(&s->live, h, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&s->changes, 1, memory_order_relaxed);
+    service_reclaim(s);
+    return (long long)t->generation;
 }
 
 void service_stop(struct service *s)
@@ -141,22 +351,40 @@ struct stats_shard *service_shard(struct service *s, size_t i)
     return stats_shard(s->stats, i);
 }
 
-char *service_report(const struct service *s, enum plan_action what)
+/* What /stats shows of the live table and the scenario. */
+static void add_live(void *ctx, cJSON *root)
 {
-    const struct route_table *t = &s->routes;
+    struct service *s = ctx;
+    cJSON *c = cJSON_AddObjectToObject(root, "control");
+    if (!c)
+        return;
+    cJSON_AddBoolToObject(c, "live", s->live_enabled);
+    cJSON_AddNumberToObject(c, "generation", (double)service_live(s)->generation);
+    cJSON_AddNumberToObject(c, "changes", (double)atomic_load(&s->changes));
+    if (s->scenario)
+        scenario_report(s->scenario, root);
+}
+
+char *service_report(const struct service *cs, enum plan_action what)
+{
+    struct service *s = (struct service *)(uintptr_t)cs; /* its table is counted while read */
+    struct route_table *t = service_table_acquire(s, s->nshards);
     uint64_t since = atomic_load(&s->limit_since), now = timer_now_us();
     uint64_t at_limit_us = atomic_load(&s->limit_us) + (since && now > since ? now - since : 0);
     struct stats_conns c = {atomic_load(&s->connections), s->max_connections,
                             atomic_load(&s->limit_reached), (double)at_limit_us / 1e6};
-    const char *names[ROUTE_MAX + 1];
+    const char *names[SERVICE_SLOTS];
+    size_t nnames = s->live_enabled ? SERVICE_SLOTS : t->other_slot + 1;
     struct pool_counts pc = {0, 0, 0, 0}, one;
     int pools = 0;
+    for (size_t i = 0; i < SERVICE_SLOTS; i++)
+        names[i] = NULL;
     for (size_t i = 0; i < t->count; i++)
-        names[i] = t->routes[i].path;
-    names[t->count] = "other";
+        names[t->routes[i].slot] = t->routes[i].path;
+    names[t->other_slot] = "other";
     /* The global pool and the routes' own pools, added up. */
-    for (size_t i = 0; i <= t->count; i++) {
-        struct pool *p = i < t->count ? s->route_pools[i] : s->pool;
+    for (size_t i = 0; i <= SERVICE_SLOTS; i++) {
+        struct pool *p = i < SERVICE_SLOTS ? s->route_pools[i] : s->pool;
         if (!p)
             continue;
         pool_counts_get(p, &one);
@@ -167,7 +395,36 @@ char *service_report(const struct service *s, enum plan_action what)
         pools = 1;
     }
     double uptime = (double)(timer_now_us() - s->started_us) / 1e6;
-    if (what == PLAN_METRICS)
-        return stats_to_prometheus(s->stats, names, t->count + 1, uptime, pools ? &pc : NULL, &c);
-    return stats_to_json(s->stats, names, t->count + 1, uptime, pools ? &pc : NULL, &c);
+    char *out;
+    if (what == PLAN_METRICS) {
+        char *text = stats_to_prometheus(s->stats, names, nnames, uptime, pools ? &pc : NULL, &c);
+        int running = 0, phase = scenario_phase(s->scenario, &running);
+        char tail[1024];
+        int n = snprintf(tail, sizeof tail,
+                         "# HELP slowsrv_control_changes_total Changes of the routes made by the "
+                         "control API or the scenario.\n"
+                         "# TYPE slowsrv_control_changes_total counter\n"
+                         "slowsrv_control_changes_total %llu\n"
+                         "# HELP slowsrv_generation Generation of the live route table (1 at the "
+                         "start).\n"
+                         "# TYPE slowsrv_generation gauge\nslowsrv_generation %llu\n"
+                         "# HELP slowsrv_scenario_phase Index of the scenario phase in force, -1 "
+                         "before the first or with no scenario.\n"
+                         "# TYPE slowsrv_scenario_phase gauge\nslowsrv_scenario_phase %d\n"
+                         "# HELP slowsrv_scenario_running 1 while the scenario runs.\n"
+                         "# TYPE slowsrv_scenario_running gauge\nslowsrv_scenario_running %d\n",
+                         (unsigned long long)atomic_load(&s->changes),
+                         (unsigned long long)t->generation, phase, running);
+        size_t len = text ? strlen(text) : 0;
+        out = text && n > 0 ? realloc(text, len + (size_t)n + 1) : NULL;
+        if (out)
+            memcpy(out + len, tail, (size_t)n + 1);
+        else
+            free(text);
+    } else {
+        out = stats_to_json_with(s->stats, names, nnames, uptime, pools ? &pc : NULL, &c, add_live,
+                                 s);
+    }
+    service_table_release(s, t, s->nshards);
+    return out;
 }

@@ -8,6 +8,7 @@
 #ifndef SLOWSRV_SERVICE_H
 #define SLOWSRV_SERVICE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -18,12 +19,35 @@
 #include "route.h"
 #include "stats.h"
 
+/* Stats ids (slots) a service keeps: a route keeps its slot by path while any table uses it, so
+ * room for the routes of the live table and of the retired ones still answering. */
+#define SERVICE_SLOTS (2 * ROUTE_MAX + 1)
+
+/* Generations of the route table that may be alive at once: the live one and those retired
+ * with requests still in flight. */
+#define SERVICE_GENERATIONS 1024
+
 struct service {
-    struct route_table routes;
-    struct pool *pool;                   /* --workers, or NULL when unbounded */
-    struct pool *route_pools[ROUTE_MAX]; /* a config route's own pool ("workers"), or NULL */
-    struct accesslog *access;            /* --access-log, or NULL when off */
-    int overflow_reset;                  /* beyond a pool: reset instead of 503 */
+    struct route_table routes;               /* the table of the start (generation 1) */
+    struct pool *pool;                       /* --workers, or NULL when unbounded */
+    struct pool *route_pools[SERVICE_SLOTS]; /* a route's own pool ("workers"), by slot */
+    /* The live table (--control, a scenario): tables[live] is the one new requests plan by.
+     * A request counts itself in users[shard][its table] while it lives (on its loop's own
+     * cache lines); a retired table is freed once no shard counts it. */
+    int live_enabled;
+    _Atomic unsigned live;
+    struct route_table *tables[SERVICE_GENERATIONS];
+    _Atomic long *users; /* (nshards + 1) rows of SERVICE_GENERATIONS; the last for reports */
+    size_t nshards;
+    pthread_mutex_t change_lock;         /* serialises changes (never on the request path) */
+    char *slot_path[SERVICE_SLOTS];      /* the path holding each slot, or NULL */
+    unsigned slot_refs[SERVICE_SLOTS];   /* tables using each slot */
+    _Atomic uint64_t seq[SERVICE_SLOTS]; /* draw indexes, shared by the generations */
+    _Atomic uint64_t changes;            /* changes made (control API, scenario) */
+    const struct config *cfg;
+    struct scenario *scenario; /* the config's scenario (control.h), for the reports; or NULL */
+    struct accesslog *access;  /* --access-log, or NULL when off */
+    int overflow_reset;        /* beyond a pool: reset instead of 503 */
     struct stats *stats;
     uint64_t started_us;            /* timer_now_us clock */
     size_t max_connections;         /* --max-connections, over every loop */
@@ -43,6 +67,31 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
 
 /* Frees what service_init made. */
 void service_cleanup(struct service *s);
+
+/* The route table a request begun on loop `shard` plans by: the live one, counted as in use
+ * until service_table_release. Without --control or a scenario, always the start table, and
+ * nothing is counted. Lock-free; any thread. */
+struct route_table *service_table_acquire(struct service *s, size_t shard);
+
+/* The request planned by t ended. */
+void service_table_release(struct service *s, struct route_table *t, size_t shard);
+
+/* Replaces the live table by one made of cfg's built-in routes and `routes` (n, copied) as the
+ * next generation. Requests begun before keep their table; the next ones get the new one, on
+ * every thread. Retired tables no request uses any more are freed. Returns the new generation,
+ * or a negative errno: -ENOSPC (too many routes, or generations still answering), -ENOMEM. The
+ * caller serialises changes (service_change_lock). */
+long long service_publish(struct service *s, const struct config_route *routes, size_t n);
+
+/* Frees the retired tables no request uses. Under service_change_lock. */
+void service_reclaim(struct service *s);
+
+/* Held around a change: read the live table, build the next, publish it. */
+void service_change_lock(struct service *s);
+void service_change_unlock(struct service *s);
+
+/* The live table, for the one who holds service_change_lock (no count taken). */
+struct route_table *service_live(struct service *s);
 
 /* The server stops (SIGTERM, SIGINT): from now on every answer closes its connection
  * (exchange.h), and the engines close the connections that carry no request. Thread-safe. */

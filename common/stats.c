@@ -1,9 +1,11 @@
 #include "stats.h"
 
 #include <cjson/cJSON.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +40,7 @@ struct stats_shard {
     _Atomic uint64_t faults;
     _Atomic uint64_t bytes_in;
     size_t nroutes;
+    size_t index;
     struct route_counters *routes;
 };
 
@@ -45,6 +48,11 @@ struct stats {
     size_t nshards;
     size_t nroutes;
     struct stats_shard *shards;
+    /* What /stats subtracts since the last reset (stats_reset): the sums at that time. */
+    pthread_mutex_t base_lock;
+    struct stats_shard base;
+    uint64_t resets;
+    double reset_at; /* Unix time of the last reset, 0 if none */
 };
 
 struct stats *stats_new(size_t nshards, size_t nroutes)
@@ -60,8 +68,18 @@ struct stats *stats_new(size_t nshards, size_t nroutes)
         return NULL;
     }
     memset(st->shards, 0, st->nshards * sizeof *st->shards);
+    memset(&st->base, 0, sizeof st->base);
+    pthread_mutex_init(&st->base_lock, NULL);
+    st->base.routes = calloc(st->nroutes, sizeof *st->base.routes);
+    st->base.nroutes = st->nroutes;
+    if (!st->base.routes) {
+        free(st->shards);
+        free(st);
+        return NULL;
+    }
     for (size_t i = 0; i < st->nshards; i++) {
         st->shards[i].nroutes = st->nroutes;
+        st->shards[i].index = i;
         /* Each loop's counters start and end on cache lines of their own: no line is written
          * by two loops. */
         size_t bytes = (st->nroutes * sizeof(struct route_counters) + 63) / 64 * 64;
@@ -83,7 +101,14 @@ void stats_free(struct stats *st)
     for (size_t i = 0; i < st->nshards; i++)
         free(st->shards[i].routes);
     free(st->shards);
+    free(st->base.routes);
+    pthread_mutex_destroy(&st->base_lock);
     free(st);
+}
+
+size_t stats_shard_index(const struct stats_shard *sh)
+{
+    return sh->index;
 }
 
 struct stats_shard *stats_shard(struct stats *st, size_t i)
@@ -101,15 +126,28 @@ static uint64_t get(const _Atomic uint64_t *c)
     return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-/* A counter of struct route_counters (at offset `field`) for `route`, summed over the shards. */
-static uint64_t route_sum(const struct stats *st, size_t route, size_t field)
+static const _Atomic uint64_t *field_of(const struct route_counters *rc, size_t field)
+{
+    return (const _Atomic uint64_t *)(const void *)((const char *)rc + field);
+}
+
+/* A counter of struct route_counters (at offset `field`) for `route`, summed over the shards;
+ * since the last reset when `since`. */
+static uint64_t route_sum_since(const struct stats *st, size_t route, size_t field, int since)
 {
     uint64_t n = 0;
     for (size_t i = 0; i < st->nshards; i++)
-        n += get(
-            (const _Atomic uint64_t *)(const void *)((const char *)&st->shards[i].routes[route] +
-                                                     field));
+        n += get(field_of(&st->shards[i].routes[route], field));
+    if (since) {
+        uint64_t b = get(field_of(&st->base.routes[route], field));
+        n = n > b ? n - b : 0;
+    }
     return n;
+}
+
+static uint64_t route_sum(const struct stats *st, size_t route, size_t field)
+{
+    return route_sum_since(st, route, field, 0);
 }
 
 static size_t status_slot(unsigned status)
@@ -205,6 +243,81 @@ void stats_totals_get(const struct stats *st, struct stats_totals *out)
     out->waiting = wb > we ? wb - we : 0;
 }
 
+/* The totals since the last reset: counters less the base, gauges as they are. */
+static void totals_since(const struct stats *st, struct stats_totals *out)
+{
+    stats_totals_get(st, out);
+    const struct stats_shard *b = &st->base;
+    uint64_t v;
+#define SINCE(field, base)                                                                         \
+    v = get(&b->base);                                                                             \
+    out->field = out->field > v ? out->field - v : 0
+    SINCE(requests, begun);
+    SINCE(answered, answered);
+    SINCE(cancels, cancels);
+    SINCE(faults, faults);
+    SINCE(bytes_in, bytes_in);
+#undef SINCE
+}
+
+/* Adds the sums over the shards of every counter into base (which the caller zeroed, or holds
+ * what to keep). */
+static void sum_into_base(struct stats *st)
+{
+    struct stats_shard *b = &st->base;
+    for (size_t i = 0; i < st->nshards; i++) {
+        const struct stats_shard *sh = &st->shards[i];
+        atomic_store(&b->begun, get(&b->begun) + get(&sh->begun));
+        atomic_store(&b->answered, get(&b->answered) + get(&sh->answered));
+        atomic_store(&b->cancels, get(&b->cancels) + get(&sh->cancels));
+        atomic_store(&b->faults, get(&b->faults) + get(&sh->faults));
+        atomic_store(&b->bytes_in, get(&b->bytes_in) + get(&sh->bytes_in));
+        for (size_t r = 0; r < st->nroutes; r++) {
+            _Atomic uint64_t *dst = (_Atomic uint64_t *)(void *)&b->routes[r];
+            const _Atomic uint64_t *src = (const _Atomic uint64_t *)(const void *)&sh->routes[r];
+            for (size_t w = 0; w < sizeof(struct route_counters) / sizeof(uint64_t); w++)
+                atomic_store(&dst[w], get(&dst[w]) + get(&src[w]));
+        }
+    }
+}
+
+void stats_reset(struct stats *st, double now_unix)
+{
+    pthread_mutex_lock(&st->base_lock);
+    atomic_store(&st->base.begun, 0);
+    atomic_store(&st->base.answered, 0);
+    atomic_store(&st->base.cancels, 0);
+    atomic_store(&st->base.faults, 0);
+    atomic_store(&st->base.bytes_in, 0);
+    memset(st->base.routes, 0, st->nroutes * sizeof *st->base.routes);
+    sum_into_base(st);
+    st->resets++;
+    st->reset_at = now_unix;
+    pthread_mutex_unlock(&st->base_lock);
+}
+
+void stats_resets(struct stats *st, uint64_t *count, double *at)
+{
+    pthread_mutex_lock(&st->base_lock);
+    *count = st->resets;
+    *at = st->reset_at;
+    pthread_mutex_unlock(&st->base_lock);
+}
+
+void stats_route_zero(struct stats *st, size_t route)
+{
+    if (route >= st->nroutes)
+        return;
+    pthread_mutex_lock(&st->base_lock);
+    for (size_t i = 0; i < st->nshards; i++) {
+        _Atomic uint64_t *w = (_Atomic uint64_t *)(void *)&st->shards[i].routes[route];
+        for (size_t k = 0; k < sizeof(struct route_counters) / sizeof(uint64_t); k++)
+            atomic_store_explicit(&w[k], 0, memory_order_relaxed);
+    }
+    memset(&st->base.routes[route], 0, sizeof st->base.routes[route]);
+    pthread_mutex_unlock(&st->base_lock);
+}
+
 uint64_t stats_route_requests(const struct stats *st, size_t route)
 {
     uint64_t n = 0;
@@ -227,19 +340,38 @@ uint64_t stats_route_status(const struct stats *st, size_t route, unsigned statu
 
 static void json_latency(const struct stats *st, size_t route, cJSON *obj);
 
+static uint64_t status_since(const struct stats *st, size_t route, unsigned code)
+{
+    return route_sum_since(
+        st, route, offsetof(struct route_counters, status) + status_slot(code) * sizeof(uint64_t),
+        1);
+}
+
 char *stats_to_json(const struct stats *st, const char *const *names, size_t nroutes,
                     double uptime_s, const struct pool_counts *workers,
                     const struct stats_conns *conns)
+{
+    return stats_to_json_with(st, names, nroutes, uptime_s, workers, conns, NULL, NULL);
+}
+
+char *stats_to_json_with(const struct stats *st, const char *const *names, size_t nroutes,
+                         double uptime_s, const struct pool_counts *workers,
+                         const struct stats_conns *conns, stats_json_fn extra, void *ctx)
 {
     struct stats_totals t;
     cJSON *root = cJSON_CreateObject();
     cJSON *routes = cJSON_CreateObject();
     char *out = NULL;
+    struct stats *mst = (struct stats *)(uintptr_t)st; /* the lock only */
 
     if (!root || !routes)
         goto done;
-    stats_totals_get(st, &t);
+    pthread_mutex_lock(&mst->base_lock);
+    totals_since(st, &t);
     cJSON_AddNumberToObject(root, "uptime_s", uptime_s);
+    cJSON_AddNumberToObject(root, "resets", (double)st->resets);
+    if (st->resets)
+        cJSON_AddNumberToObject(root, "reset_at", st->reset_at);
     cJSON_AddNumberToObject(root, "requests", (double)t.requests);
     cJSON_AddNumberToObject(root, "answered", (double)t.answered);
     cJSON_AddNumberToObject(root, "in_flight", (double)t.in_flight);
@@ -250,7 +382,7 @@ char *stats_to_json(const struct stats *st, const char *const *names, size_t nro
     if (conns) {
         cJSON *c = cJSON_AddObjectToObject(root, "connections");
         if (!c)
-            goto done;
+            goto unlock;
         cJSON_AddNumberToObject(c, "open", (double)conns->open);
         cJSON_AddNumberToObject(c, "max", (double)conns->max);
         cJSON_AddNumberToObject(c, "limit_reached", (double)conns->limit_reached);
@@ -259,25 +391,31 @@ char *stats_to_json(const struct stats *st, const char *const *names, size_t nro
     if (workers) {
         cJSON *w = cJSON_AddObjectToObject(root, "workers");
         if (!w)
-            goto done;
+            goto unlock;
         cJSON_AddNumberToObject(w, "size", workers->workers);
         cJSON_AddNumberToObject(w, "active", workers->active);
         cJSON_AddNumberToObject(w, "queued", workers->queued);
         cJSON_AddNumberToObject(w, "rejected", (double)workers->rejected);
     }
     for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
+        if (!names[r])
+            continue;
         cJSON *o = cJSON_AddObjectToObject(routes, names[r]);
         cJSON *by = o ? cJSON_AddObjectToObject(o, "status") : NULL;
         if (!by)
-            goto done;
-        cJSON_AddNumberToObject(o, "requests", (double)stats_route_requests(st, r));
-        cJSON_AddNumberToObject(o, "cancels",
-                                (double)route_sum(st, r, offsetof(struct route_counters, cancels)));
-        cJSON_AddNumberToObject(o, "faults",
-                                (double)route_sum(st, r, offsetof(struct route_counters, faults)));
+            goto unlock;
+        cJSON_AddNumberToObject(
+            o, "requests",
+            (double)route_sum_since(st, r, offsetof(struct route_counters, begun), 1));
+        cJSON_AddNumberToObject(
+            o, "cancels",
+            (double)route_sum_since(st, r, offsetof(struct route_counters, cancels), 1));
+        cJSON_AddNumberToObject(
+            o, "faults",
+            (double)route_sum_since(st, r, offsetof(struct route_counters, faults), 1));
         json_latency(st, r, o);
         for (unsigned code = STATS_STATUS_MIN; code <= STATS_STATUS_MAX; code++) {
-            uint64_t n = stats_route_status(st, r, code);
+            uint64_t n = status_since(st, r, code);
             char key[8];
             if (!n)
                 continue;
@@ -287,7 +425,11 @@ char *stats_to_json(const struct stats *st, const char *const *names, size_t nro
     }
     cJSON_AddItemToObject(root, "routes", routes);
     routes = NULL;
+    if (extra)
+        extra(ctx, root);
     out = cJSON_PrintUnformatted(root);
+unlock:
+    pthread_mutex_unlock(&mst->base_lock);
 done:
     cJSON_Delete(routes);
     cJSON_Delete(root);
@@ -296,8 +438,17 @@ done:
 
 /* Sums histogram `which` of `route` over the shards into bucket[] (STATS_BUCKETS + 1 entries);
  * returns the observation count and sets *sum_us. */
+static uint64_t hist_sum_since(const struct stats *st, size_t route, enum stats_hist which,
+                               uint64_t *bucket, uint64_t *sum_us, int since);
+
 static uint64_t hist_sum(const struct stats *st, size_t route, enum stats_hist which,
                          uint64_t *bucket, uint64_t *sum_us)
+{
+    return hist_sum_since(st, route, which, bucket, sum_us, 0);
+}
+
+static uint64_t hist_sum_since(const struct stats *st, size_t route, enum stats_hist which,
+                               uint64_t *bucket, uint64_t *sum_us, int since)
 {
     uint64_t count = 0;
     *sum_us = 0;
@@ -308,6 +459,12 @@ static uint64_t hist_sum(const struct stats *st, size_t route, enum stats_hist w
         for (size_t b = 0; b <= STATS_BUCKETS; b++)
             bucket[b] += get(&h->bucket[b]);
         *sum_us += get(&h->sum_us);
+    }
+    if (since) {
+        const struct histogram *h = &st->base.routes[route].hist[which];
+        for (size_t b = 0; b <= STATS_BUCKETS; b++)
+            bucket[b] = bucket[b] > get(&h->bucket[b]) ? bucket[b] - get(&h->bucket[b]) : 0;
+        *sum_us = *sum_us > get(&h->sum_us) ? *sum_us - get(&h->sum_us) : 0;
     }
     for (size_t b = 0; b <= STATS_BUCKETS; b++)
         count += bucket[b];
@@ -332,7 +489,7 @@ static void json_latency(const struct stats *st, size_t route, cJSON *obj)
                                                         "service_ms"};
     for (int w = 0; w < STATS_HIST_COUNT; w++) {
         uint64_t bucket[STATS_BUCKETS + 1], sum;
-        uint64_t n = hist_sum(st, route, (enum stats_hist)w, bucket, &sum);
+        uint64_t n = hist_sum_since(st, route, (enum stats_hist)w, bucket, &sum, 1);
         cJSON *h = cJSON_AddObjectToObject(obj, names[w]);
         if (!h)
             return;
@@ -403,6 +560,8 @@ static void put_route_counter(struct text *t, const struct stats *st, const char
     put(t, "# HELP %s %s\n# TYPE %s counter\n", metric, help, metric);
     for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
         char l[256];
+        if (!names[r])
+            continue;
         label(l, sizeof l, names[r]);
         put(t, "%s{route=\"%s\"} %llu\n", metric, l, (unsigned long long)route_sum(st, r, field));
     }
@@ -441,6 +600,20 @@ char *stats_to_prometheus(const struct stats *st, const char *const *names, size
         "# HELP slowsrv_received_bytes_total Request body bytes received.\n"
         "# TYPE slowsrv_received_bytes_total counter\nslowsrv_received_bytes_total %llu\n",
         (unsigned long long)tot.bytes_in);
+    {
+        uint64_t resets;
+        double at;
+        stats_resets((struct stats *)(uintptr_t)st, &resets, &at);
+        put(&t,
+            "# HELP slowsrv_resets_total Times POST /reset started a new run in /stats (the "
+            "counters here never go back).\n"
+            "# TYPE slowsrv_resets_total counter\nslowsrv_resets_total %llu\n"
+            "# HELP slowsrv_last_reset_timestamp_seconds Unix time of the last reset, 0 if "
+            "none.\n"
+            "# TYPE slowsrv_last_reset_timestamp_seconds gauge\n"
+            "slowsrv_last_reset_timestamp_seconds %.3f\n",
+            (unsigned long long)resets, at);
+    }
     if (conns) {
         put(&t,
             "# HELP slowsrv_connections_open Open connections.\n"
@@ -476,6 +649,8 @@ char *stats_to_prometheus(const struct stats *st, const char *const *names, size
             "answer).\n# TYPE slowsrv_requests_total counter\n");
     for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
         char l[256];
+        if (!names[r])
+            continue;
         label(l, sizeof l, names[r]);
         for (unsigned code = 0; code <= STATS_STATUS_MAX; code = code ? code + 1 : 100) {
             uint64_t n = stats_route_status(st, r, code);
@@ -495,6 +670,8 @@ char *stats_to_prometheus(const struct stats *st, const char *const *names, size
         for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
             uint64_t bucket[STATS_BUCKETS + 1], sum, acc = 0;
             char l[256];
+            if (!names[r])
+                continue;
             uint64_t n = hist_sum(st, r, (enum stats_hist)w, bucket, &sum);
             label(l, sizeof l, names[r]);
             for (size_t b = 0; b < STATS_BUCKETS; b++) {

@@ -98,13 +98,37 @@ uint64_t stats_route_requests(const struct stats *st, size_t route);
 uint64_t stats_route_status(const struct stats *st, size_t route, unsigned status);
 
 /* Renders every counter as a JSON object (cJSON, unformatted): uptime, totals and, per route
- * (named by names[0..nroutes)), requests, cancels and answers by status; with `workers` (may be
+ * (named by names[0..nroutes); a NULL name is left out), requests, cancels and answers by
+ * status, counted since the last stats_reset; with `workers` (may be
  * NULL) the worker pool's size, active, queued and rejected counts; with `conns` (may be NULL)
  * the open, maximum and refused connections. Returns a malloc'd
  * NUL-terminated string the caller frees with free(), or NULL if out of memory. */
 char *stats_to_json(const struct stats *st, const char *const *names, size_t nroutes,
                     double uptime_s, const struct pool_counts *workers,
                     const struct stats_conns *conns);
+
+/* stats_to_json, then add(ctx, root) adds what the caller keeps (a struct cJSON object). */
+struct cJSON;
+typedef void (*stats_json_fn)(void *ctx, struct cJSON *root);
+char *stats_to_json_with(const struct stats *st, const char *const *names, size_t nroutes,
+                         double uptime_s, const struct pool_counts *workers,
+                         const struct stats_conns *conns, stats_json_fn extra, void *ctx);
+
+/* Starts a new run for /stats: its counters and histograms count from zero again (requests,
+ * answers, cancels, faults, bytes, latencies; the gauges in flight and waiting stay as they
+ * are). /metrics is not reset: its counters stay monotonic, with slowsrv_resets_total and the
+ * time of the last reset beside them. Thread-safe; the request path takes no part in it. */
+void stats_reset(struct stats *st, double now_unix);
+
+/* The resets so far and the Unix time of the last one (0 if none). */
+void stats_resets(struct stats *st, uint64_t *count, double *at);
+
+/* Zeroes route `route`'s counters, for a slot given to a new path. No request may count on it
+ * now. */
+void stats_route_zero(struct stats *st, size_t route);
+
+/* The index of shard sh (what stats_shard was given, modulo the shard count). */
+size_t stats_shard_index(const struct stats_shard *sh);
 
 /* Renders the same figures in the Prometheus text exposition format 0.0.4, with the latency
  * histograms. Returns a malloc'd string the caller frees with free(), or NULL if out of

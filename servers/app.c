@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "scenario.h"
+
 extern char **environ;
 
 /* Most loops a server runs, whatever --threads says. */
@@ -31,7 +33,8 @@ static uint64_t random_seed(void)
  * config error, -EADDRINUSE: the port is taken). */
 static int serve(const struct app_engine *engine, const struct config *cfg, const struct log *lg,
                  int inherited, struct accesslog *al, struct app_server **srv, struct service *svc,
-                 unsigned *port, size_t *nloops, char *err, size_t errlen)
+                 struct control *ctl, unsigned *port, unsigned *control_port, size_t *nloops,
+                 char *err, size_t errlen)
 {
     *srv = NULL;
     int rc = engine->prepare(srv, cfg, lg, err, errlen);
@@ -51,18 +54,39 @@ static int serve(const struct app_engine *engine, const struct config *cfg, cons
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
+    int control_fd = -1;
+    rc = control_init(ctl, svc, cfg, lg, err, errlen);
+    if (rc != 0) {
+        free(fds);
+        engine->free(*srv);
+        service_cleanup(svc);
+        return rc;
+    }
+    svc->scenario = ctl->scenario;
     rc = net_open(cfg->bind, cfg->port, *nloops, APP_LISTEN_BACKLOG, inherited, fds, port, err,
                   errlen);
-    if (rc == 0) {
-        struct app_base base = {cfg, lg, svc, *nloops, fds};
-        rc = engine->start(*srv, &base, err, errlen);
-        for (size_t i = 0; i < *nloops; i++)
-            if (fds[i] >= 0)
-                close(fds[i]);
+    /* The control API listens apart, so that load tools and routes never meet it. */
+    if (rc == 0 && cfg->control_host[0]) {
+        char why[CORE_ERR_LEN];
+        rc = net_listen(cfg->control_host, cfg->control_port, 1, 64, &control_fd, control_port, why,
+                        sizeof why);
+        if (rc != 0)
+            snprintf(err, errlen, "control: %.400s", why);
     }
+    if (rc == 0) {
+        struct app_base base = {cfg, lg, svc, *nloops, fds, control_fd, ctl};
+        rc = engine->start(*srv, &base, err, errlen);
+        control_fd = base.control_fd;
+    }
+    for (size_t i = 0; i < *nloops; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    if (control_fd >= 0)
+        close(control_fd);
     free(fds);
     if (rc != 0) {
         engine->free(*srv);
+        control_cleanup(ctl);
         service_cleanup(svc);
     }
     return rc;
@@ -76,7 +100,8 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     struct log lg;
     struct app_server *srv = NULL;
     struct service svc;
-    unsigned port = 0;
+    struct control ctl;
+    unsigned port = 0, control_port = 0;
     size_t nloops = 0;
     sigset_t sigs;
     int sig;
@@ -84,6 +109,13 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     if (config_load(&cfg, &engine->caps, argc, argv, environ, random_seed(), &action, err,
                     sizeof err) != 0) {
         fprintf(stderr, "%s: %s\n", engine->caps.program, err);
+        return 2;
+    }
+    /* The scenario is checked whole against the routes, for --check-config as for a start. */
+    if ((action == CONFIG_ACTION_RUN || action == CONFIG_ACTION_CHECK) &&
+        scenario_check(&cfg, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", engine->caps.program, err);
+        config_cleanup(&cfg);
         return 2;
     }
     switch (action) {
@@ -135,7 +167,8 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
         al = &access;
     }
 
-    int rc = serve(engine, &cfg, &lg, inherited, al, &srv, &svc, &port, &nloops, err, sizeof err);
+    int rc = serve(engine, &cfg, &lg, inherited, al, &srv, &svc, &ctl, &port, &control_port,
+                   &nloops, err, sizeof err);
     if (rc != 0) {
         fprintf(stderr, "%s: %s%s\n", engine->caps.program, err,
                 rc == -EADDRINUSE ? " (another server has it; pick another --port)" : "");
@@ -151,12 +184,20 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     if (cfg.threads_from[0] && nloops == cfg.threads &&
         cfg.model != CONFIG_MODEL_THREAD_PER_CONNECTION)
         snprintf(from, sizeof from, " (%s)", cfg.threads_from);
-    fprintf(stderr, "%s %s listening on %s (engine=%s model=%s threads=%u%s)\n",
+    char control[320] = "";
+    if (cfg.control_host[0]) {
+        char curl[300];
+        net_format_url(curl, sizeof curl, "http", cfg.control_host, control_port);
+        snprintf(control, sizeof control, " control=%s%s", curl,
+                 cfg.control_bearer[0] ? " (token)" : "");
+    }
+    fprintf(stderr, "%s %s listening on %s (engine=%s model=%s threads=%u%s)%s\n",
             engine->caps.program, SLOWSRV_VERSION, url, engine->name, config_model_name(cfg.model),
-            (unsigned)nloops, from);
+            (unsigned)nloops, from, control);
     fflush(stderr);
     /* Type=notify units wait for this; a no-op when NOTIFY_SOCKET is unset. */
     sd_notifyf(0, "READY=1\nSTATUS=listening on %s", url);
+    control_start(&ctl); /* the scenario's clock starts with the service */
 
     /* SIGHUP reopens the access log (logrotate); SIGTERM and SIGINT drain and stop. */
     for (;;) {
@@ -174,6 +215,7 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     service_stop(&svc);
     engine->stop(srv);
     engine->free(srv);
+    control_cleanup(&ctl);
     service_cleanup(&svc);
     if (al)
         accesslog_close(al);

@@ -9,6 +9,7 @@
 
 #include "accesslog.h"
 #include "config.h"
+#include "control.h"
 #include "log.h"
 #include "net.h"
 #include "service.h"
@@ -26,6 +27,9 @@ struct app_base {
     size_t nloops;   /* loops to run: --threads, or 1 for thread-per-connection */
     int *listen_fds; /* nloops listening sockets (SO_REUSEPORT copies, or dups of systemd's); the
                         engine takes one by setting its entry to -1, the app closes the rest */
+    int control_fd;  /* --control's listening socket, or -1: the engine serves the control API
+                        on it (control_handle) and takes it by setting it to -1 */
+    struct control *control; /* what answers there */
 };
 
 /* What an engine offers the app. Every call is made from the main thread, in this order:

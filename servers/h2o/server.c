@@ -96,6 +96,11 @@ struct h2s_loop {
     struct drain drain;     /* its stop (drain.h) */
     struct h2s_conn *conns; /* its open connections (on_accept, on_conn_close) */
     uint64_t next_sweep;    /* when sweep_stalled runs next */
+    /* Loop 0 also serves the control API (--control) on a context of its own. */
+    h2o_context_t ctl_ctx;
+    h2o_accept_ctx_t ctl_accept;
+    h2o_socket_t *ctl_listener;
+    int ctl_ready;
 };
 
 struct app_server {
@@ -106,6 +111,9 @@ struct app_server {
     struct h2s_loop *loops;
     h2o_globalconf_t globalconf;
     SSL_CTX *ssl_ctx;
+    struct control *control; /* the control API's core, or NULL */
+    int control_fd;          /* its listening socket until loop 0 takes it */
+    h2o_globalconf_t ctl_conf;
     atomic_int stopping;
     atomic_size_t ready; /* loops whose context and sockets are set up */
 };
@@ -798,8 +806,11 @@ static void serve(struct h2s_loop *loop)
 /* Releases the loop in its own thread, as libh2o's buffer caches are per thread. A context
  * with connections still open (after the extra second) is left as it is: disposing it would
  * pull memory from under them. */
+static void control_end(struct h2s_loop *loop);
+
 static void teardown(struct h2s_loop *loop)
 {
+    control_end(loop);
     h2o_socket_read_stop(loop->timer_sock);
     h2o_socket_close(loop->timer_sock);
     h2o_socket_read_stop(loop->wake_sock);
@@ -825,6 +836,91 @@ static void teardown(struct h2s_loop *loop)
     h2o_mem_recycle_t *cache = &h2o_socket_buffer_prototype.allocator;
     while (cache->cnt > 0)
         free(h2o_mem_alloc_recycle(cache, 0));
+}
+
+/* A request on the control listener: the core answers it (control_handle). libh2o has read
+ * the whole body. */
+static int on_control_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    struct h2s_loop *loop =
+        (struct h2s_loop *)(void *)((char *)req->conn->ctx - offsetof(struct h2s_loop, ctl_ctx));
+    char method[32], who[64];
+    size_t mlen = req->method.len < sizeof method - 1 ? req->method.len : sizeof method - 1;
+    (void)self;
+    memcpy(method, req->method.base, mlen);
+    method[mlen] = '\0';
+    struct sockaddr_storage peer;
+    socklen_t plen = req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&peer);
+    net_format_peer(plen ? (struct sockaddr *)&peer : NULL, who, sizeof who);
+    ssize_t at = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
+    struct control_request rq = {method,
+                                 req->path.base,
+                                 req->path.len,
+                                 req->entity.base,
+                                 req->entity.base ? req->entity.len : 0,
+                                 at >= 0 ? req->headers.entries[at].value.base : NULL,
+                                 at >= 0 ? req->headers.entries[at].value.len : 0,
+                                 who};
+    struct control_answer a;
+    if (rq.body_len > CONTROL_BODY_MAX)
+        control_error(&a, 413, "body over 1 MiB");
+    else
+        control_handle(loop->srv->control, &rq, &a);
+    req->res.status = (int)a.status;
+    req->res.reason = route_reason(a.status);
+    req->res.content_length = a.body_len;
+    req->http1_is_persistent = 0;
+    add_header(req, "Content-Type", "application/json");
+    for (size_t i = 0; i < a.nheaders; i++)
+        add_header(req, a.headers[i].name, a.headers[i].value);
+    h2o_send_inline(req, a.body, a.body_len);
+    control_answer_free(&a);
+    return 0;
+}
+
+static void on_control_accept(h2o_socket_t *listener, const char *err)
+{
+    struct h2s_loop *loop = listener->data;
+    h2o_socket_t *sock;
+    if (err)
+        return;
+    for (int i = 0; i < 16 && (sock = h2o_evloop_socket_accept(listener)) != NULL; i++)
+        h2o_accept(&loop->ctl_accept, sock);
+}
+
+/* Loop 0 serves the control API beside its own work: a change is a short call into the core. */
+static void control_begin(struct h2s_loop *loop)
+{
+    struct app_server *srv = loop->srv;
+    if (loop->index != 0 || srv->control_fd < 0)
+        return;
+    h2o_context_init(&loop->ctl_ctx, loop->evloop, &srv->ctl_conf);
+    loop->ctl_accept.ctx = &loop->ctl_ctx;
+    loop->ctl_accept.hosts = srv->ctl_conf.hosts;
+    loop->ctl_listener =
+        h2o_evloop_socket_create(loop->evloop, srv->control_fd, H2O_SOCKET_FLAG_DONT_READ);
+    loop->ctl_listener->data = loop;
+    srv->control_fd = -1;
+    loop->ctl_ready = 1;
+    h2o_socket_read_start(loop->ctl_listener, on_control_accept);
+}
+
+static void control_end(struct h2s_loop *loop)
+{
+    if (!loop->ctl_ready)
+        return;
+    if (loop->ctl_listener) {
+        h2o_socket_read_stop(loop->ctl_listener);
+        h2o_socket_close(loop->ctl_listener);
+        loop->ctl_listener = NULL;
+    }
+    /* Each answer closes its connection: at most one still in its answer is waited for. */
+    uint64_t until = timer_now_us() + CLOSE_WAIT_US;
+    while (conns_open(&loop->ctl_ctx) && timer_now_us() < until && turn(loop, DRAIN_TICK_MS) == 0)
+        ;
+    if (!conns_open(&loop->ctl_ctx))
+        h2o_context_dispose(&loop->ctl_ctx);
+    loop->ctl_ready = 0;
 }
 
 static void *loop_main(void *arg)
@@ -859,6 +955,7 @@ static void *loop_main(void *arg)
         h2o_evloop_socket_create(loop->evloop, loop->wake_fd, H2O_SOCKET_FLAG_DONT_READ);
     loop->wake_sock->data = loop;
     h2o_socket_read_start(loop->wake_sock, on_wake);
+    control_begin(loop);
     atomic_fetch_add(&srv->ready, 1);
 
     serve(loop);
@@ -927,6 +1024,14 @@ static int setup_globalconf(struct app_server *srv, char *err)
     h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
     h2o_handler_t *handler = h2o_create_handler(path, sizeof *handler);
     handler->on_req = on_req;
+    /* The control API (--control) has a host of its own, on its own listener. */
+    h2o_config_init(&srv->ctl_conf);
+    srv->ctl_conf.server_name = h2o_iovec_init(H2O_STRLIT(""));
+    srv->ctl_conf.max_request_entity_size = 2 * CONTROL_BODY_MAX; /* beyond 1 MiB: our 413 */
+    h2o_hostconf_t *chost =
+        h2o_config_register_host(&srv->ctl_conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    h2o_handler_t *ch = h2o_create_handler(h2o_config_register_path(chost, "/", 0), sizeof *ch);
+    ch->on_req = on_control_req;
     /* The spool template is a libh2o global: set it before any loop runs. */
     char *tmpl = h2o_socket_buffer_mmap_settings.fn_template;
     size_t room = sizeof h2o_socket_buffer_mmap_settings.fn_template;
@@ -951,6 +1056,7 @@ static int h2s_server_prepare(struct app_server **out, const struct config *cfg,
     *out = srv;
     srv->cfg = cfg;
     srv->log = lg;
+    srv->control_fd = -1;
     atomic_init(&srv->stopping, 0);
     atomic_init(&srv->ready, 0);
     int rc = setup_globalconf(srv, err);
@@ -966,6 +1072,9 @@ static int h2s_server_start(struct app_server *srv, struct app_base *base, char 
     const struct config *cfg = srv->cfg;
     int rc = 0;
     srv->svc = base->svc;
+    srv->control = base->control;
+    srv->control_fd = base->control_fd;
+    base->control_fd = -1; /* loop 0 takes it */
     if (!(srv->loops = calloc(base->nloops, sizeof *srv->loops))) {
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
@@ -1045,8 +1154,11 @@ static void h2s_server_free(struct app_server *srv)
         pthread_mutex_destroy(&loop->inbox_lock);
     }
     free(srv->loops);
+    net_close(&srv->control_fd);
     if (srv->globalconf.hosts)
         h2o_config_dispose(&srv->globalconf);
+    if (srv->ctl_conf.hosts)
+        h2o_config_dispose(&srv->ctl_conf);
     if (srv->ssl_ctx)
         SSL_CTX_free(srv->ssl_ctx);
     free(srv);

@@ -140,7 +140,13 @@ struct app_server {
     int hard_stop;
     char *tls_cert; /* PEM text, when serving HTTPS */
     char *tls_key;
+    struct control *control;           /* the control API's core (--control), or NULL */
+    struct MHD_Daemon *control_daemon; /* its daemon (control_api.c) */
 };
+
+/* control_api.c: serves the control API on base->control_fd (taking it), if any. */
+int mhd_control_start(struct app_server *srv, struct app_base *base, char *err, size_t errlen);
+void mhd_control_stop(struct app_server *srv);
 
 /* request.c's carrying out of a core action, for a backend that holds a request in its thread. */
 typedef enum MHD_Result (*mhd_act_fn)(struct request *rq, enum exchange_do d);

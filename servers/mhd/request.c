@@ -132,7 +132,10 @@ static enum MHD_Result respond(struct request *rq)
         if (!resp)
             return MHD_NO;
         fresh = 1;
-    } else if (rq->x.plan.cacheable && rq->x.plan.route && !rq->x.plan.close) {
+    } else if (rq->x.plan.cacheable && rq->x.plan.route && !rq->x.plan.close &&
+               rq->x.plan.generation == 1) {
+        /* The cache holds the start table's answers (generation 1); after a change of the
+         * control API, answers are built per request. */
         resp = rq->shard->loop->cache[rq->x.plan.route_id];
     }
     if (!resp) {

@@ -164,6 +164,8 @@ static int mhd_server_start(struct app_server *srv, struct app_base *base, char 
             loop->thread_started = 1;
         }
     }
+    if (rc == 0)
+        rc = mhd_control_start(srv, base, err, errlen);
     if (rc != 0)
         mhd_server_stop(srv);
     return rc;
@@ -171,6 +173,7 @@ static int mhd_server_start(struct app_server *srv, struct app_base *base, char 
 
 static void mhd_server_stop(struct app_server *srv)
 {
+    mhd_control_stop(srv);
     atomic_store_explicit(&srv->stopping, 1, memory_order_release);
     for (size_t i = 0; i < srv->nloops; i++)
         if (srv->loops[i].thread_started)

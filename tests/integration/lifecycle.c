@@ -759,6 +759,31 @@ static const struct option_case option_cases[] = {
      NULL,
      "off"},
     {"spool-dir", "$TMPDIR", "$TOO_LONG", NULL, {NULL}, PROBE_NONE, NULL, NULL, 0, 0, NULL, "/tmp"},
+    {"control",
+     "127.0.0.1:0",
+     "9090:x",
+     NULL,
+     {NULL},
+     PROBE_STARTUP,
+     NULL,
+     NULL,
+     0,
+     0,
+     " control=http://127.0.0.1:",
+     "off"},
+    {"control-token",
+     "$TOKEN",
+     "/nonexistent",
+     "control-token: /nonexistent: cannot read",
+     {"--control", "0"},
+     PROBE_STARTUP,
+     NULL,
+     NULL,
+     0,
+     0,
+     " (token)",
+     "none"},
+    {"scenario-start", "api", "later", NULL, {NULL}, PROBE_NONE, NULL, NULL, 0, 0, NULL, "start"},
 };
 
 enum form { FORM_FLAG, FORM_FILE, FORM_ENV };
@@ -768,7 +793,7 @@ static const char *const form_names[] = {"flag", "config file", "environment"};
 struct option_ctx {
     const struct itest_env *env;
     char busy_port[16], cert[300], key[300], access_log[300], long_target[1200];
-    char big_header[1600], too_long[4200];
+    char big_header[1600], too_long[4200], token[300];
 };
 
 static const char *option_value(const struct option_ctx *x, const char *v)
@@ -791,6 +816,8 @@ static const char *option_value(const struct option_ctx *x, const char *v)
         return x->long_target;
     if (strcmp(v, "$TOO_LONG") == 0)
         return x->too_long;
+    if (strcmp(v, "$TOKEN") == 0)
+        return x->token;
     return v;
 }
 
@@ -990,6 +1017,12 @@ static void every_option_three_ways(const struct itest_env *env)
     x.env = env;
     CHECK_INT(make_cert(env, x.cert, x.key, sizeof x.cert), 0);
     snprintf(x.access_log, sizeof x.access_log, "%s/access.log", env->tmpdir);
+    snprintf(x.token, sizeof x.token, "%s/token", env->tmpdir);
+    FILE *tf = fopen(x.token, "w");
+    if (tf) {
+        fputs("t0ken\n", tf);
+        fclose(tf);
+    }
     memcpy(x.long_target, "/echo?x=", 8);
     memset(x.long_target + 8, 'a', 1100);
     memset(x.too_long, 'd', sizeof x.too_long - 1);

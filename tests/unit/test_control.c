@@ -1,0 +1,272 @@
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../common/control.h"
+#include "../../common/exchange.h"
+#include "../../common/service.h"
+#include "check.h"
+
+struct fixture {
+    struct config cfg;
+    struct service svc;
+    struct control ctl;
+    struct log lg;
+};
+
+static void setup(struct fixture *f, const char *token)
+{
+    f->cfg = config_defaults;
+    snprintf(f->cfg.control_host, sizeof f->cfg.control_host, "127.0.0.1");
+    snprintf(f->cfg.control_bearer, sizeof f->cfg.control_bearer, "%s", token ? token : "");
+    f->cfg.seed = 42;
+    log_init(&f->lg, "test", LOG_LEVEL_ERROR, stderr);
+    CHECK_INT(service_init(&f->svc, &f->cfg, 2, NULL), 0);
+    char err[256];
+    CHECK_INT(control_init(&f->ctl, &f->svc, &f->cfg, &f->lg, err, sizeof err), 0);
+}
+
+static void teardown(struct fixture *f)
+{
+    control_cleanup(&f->ctl);
+    service_cleanup(&f->svc);
+}
+
+/* Sends one API request; returns the status and leaves the parsed body in *json (or NULL). */
+static unsigned call(struct fixture *f, const char *method, const char *target, const char *body,
+                     const char *auth, cJSON **json)
+{
+    struct control_request rq = {method,
+                                 target,
+                                 strlen(target),
+                                 body,
+                                 body ? strlen(body) : 0,
+                                 auth,
+                                 auth ? strlen(auth) : 0,
+                                 "unit"};
+    struct control_answer a;
+    control_handle(&f->ctl, &rq, &a);
+    if (json)
+        *json = a.body ? cJSON_Parse(a.body) : NULL;
+    unsigned st = a.status;
+    control_answer_free(&a);
+    return st;
+}
+
+static double num(const cJSON *o, const char *k)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(it) ? it->valuedouble : -1;
+}
+
+static const char *str(const cJSON *o, const char *k)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(it) ? it->valuestring : "";
+}
+
+/* Plans GET target on the live table, as a request begun on loop 0 would. */
+static void plan(struct fixture *f, const char *target, struct plan *p)
+{
+    struct route_request rq = {.method = "GET", .target = target, .target_len = strlen(target)};
+    struct route_table *t = service_table_acquire(&f->svc, 0);
+    route_plan(t, &rq, p);
+    service_table_release(&f->svc, t, 0);
+}
+
+/* PATCH changes the live table for the next request, names its generation, and a request begun
+ * before keeps the plan of its own generation. */
+static void patch_makes_the_next_generation(void)
+{
+    struct fixture f;
+    cJSON *j;
+    struct plan p;
+    setup(&f, NULL);
+    plan(&f, "/test", &p);
+    CHECK_U64(p.delay_us, 1000000);
+    CHECK_U64(p.generation, 1);
+    CHECK_STR(p.timing, "delay;dur=1000, gen;desc=1");
+
+    /* A request begun now holds generation 1 across the change. */
+    struct route_table *held = service_table_acquire(&f.svc, 1);
+    CHECK_INT(call(&f, "PATCH", "/routes/test", "{\"delay\": \"2s\", \"status\": 201}", NULL, &j),
+              200);
+    CHECK_INT(num(j, "generation"), 2);
+    CHECK_STR(str(cJSON_GetObjectItem(j, "route"), "delay"), "2000ms");
+    cJSON_Delete(j);
+    plan(&f, "/test", &p);
+    CHECK_U64(p.delay_us, 2000000);
+    CHECK_INT(p.status, 201);
+    CHECK_U64(p.generation, 2);
+    CHECK_STR(p.timing, "delay;dur=2000, gen;desc=2");
+    struct route_request rq = {.method = "GET", .target = "/test", .target_len = 5};
+    route_plan(held, &rq, &p);
+    CHECK_U64(p.delay_us, 1000000);
+    CHECK_U64(p.generation, 1);
+    /* The held generation is not freed while held, and is once let go. */
+    CHECK(f.svc.tables[held->holder] == held);
+    unsigned h = held->holder;
+    service_table_release(&f.svc, held, 1);
+    CHECK_INT(call(&f, "PATCH", "/routes/test", "{\"delay\": \"3s\"}", NULL, NULL), 200);
+    CHECK(f.svc.tables[h] == NULL || f.svc.tables[h]->generation == 3);
+    CHECK_U64(atomic_load(&f.svc.changes), 2);
+    teardown(&f);
+}
+
+/* A bad value gets 400 naming the field, and nothing changes. */
+static void bad_values_change_nothing(void)
+{
+    static const struct {
+        const char *body;
+        const char *field;
+    } cases[] = {
+        {"{\"delay\": \"1sec\"}", "delay"},
+        {"{\"status\": 99}", "status"},
+        {"{\"error-rate\": 1.5}", "error-rate"},
+        {"{\"drip\": \"10,1s\"}", "drip"}, /* "ok" has 2 bytes: 10 chunks cannot be */
+        {"{\"delay\": \"2h\"}", "delay"},  /* over --max-delay */
+        {"{\"nope\": 1}", "nope"},
+        {"{\"path\": \"/x\"}", "path"},
+        {"{\"queue\": 3}", "queue"}, /* a queue needs workers */
+    };
+    struct fixture f;
+    setup(&f, NULL);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cJSON *j;
+        CHECK_INT(call(&f, "PATCH", "/routes/test", cases[i].body, NULL, &j), 400);
+        CHECK_STR(str(j, "field"), cases[i].field);
+        cJSON_Delete(j);
+    }
+    cJSON *j;
+    CHECK_INT(call(&f, "PATCH", "/routes/test", "[1]", NULL, NULL), 400);
+    CHECK_INT(call(&f, "PATCH", "/routes/test", "{bad", NULL, NULL), 400);
+    CHECK_INT(call(&f, "PATCH", "/routes/nowhere", "{}", NULL, NULL), 404);
+    CHECK_INT(call(&f, "PATCH", "/routes/write", "{\"status\": 500}", NULL, NULL), 409);
+    CHECK_INT(call(&f, "PATCH", "/routes/healthz", "{\"status\": 500}", NULL, NULL), 409);
+    CHECK_INT(call(&f, "GET", "/routes", NULL, NULL, &j), 200);
+    CHECK_INT(num(j, "generation"), 1);
+    cJSON_Delete(j);
+    CHECK_U64(atomic_load(&f.svc.changes), 0);
+    teardown(&f);
+}
+
+/* POST adds a route, DELETE removes it (only one added at runtime), PUT replaces the config's
+ * routes and keeps the built-in ones; a route keeps its counters (slot) by path. */
+static void routes_come_and_go(void)
+{
+    struct fixture f;
+    cJSON *j;
+    struct plan p;
+    setup(&f, NULL);
+    CHECK_INT(call(&f, "POST", "/routes",
+                   "{\"path\": \"/api/orders\", \"delay\": \"5ms\", \"body\": \"[]\"}", NULL, &j),
+              200);
+    cJSON_Delete(j);
+    CHECK_INT(call(&f, "POST", "/routes", "{\"path\": \"/api/orders\"}", NULL, NULL), 409);
+    plan(&f, "/api/orders", &p);
+    CHECK_INT(p.status, 200);
+    CHECK_U64(p.delay_us, 5000);
+    size_t slot = p.stats_id;
+    CHECK_INT(call(&f, "PATCH", "/routes/api/orders", "{\"status\": 503}", NULL, NULL), 200);
+    plan(&f, "/api/orders", &p);
+    CHECK_INT(p.status, 503);
+    CHECK_INT(p.stats_id, slot);
+    /* The path after /routes is percent-decoded: %2F is a slash of the route path. */
+    CHECK_INT(call(&f, "GET", "/routes/api%2Forders", NULL, NULL, &j), 200);
+    cJSON_Delete(j);
+    CHECK_INT(call(&f, "GET", "/routes/api%2", NULL, NULL, &j), 400);
+    cJSON_Delete(j);
+    CHECK_INT(call(&f, "GET", "/routes/api/orders", NULL, NULL, &j), 200);
+    CHECK_INT(num(j, "status"), 503);
+    cJSON_Delete(j);
+    CHECK_INT(call(&f, "DELETE", "/routes/test", NULL, NULL, NULL), 409);
+    CHECK_INT(call(&f, "DELETE", "/routes/api/orders", NULL, NULL, NULL), 200);
+    plan(&f, "/api/orders", &p);
+    CHECK_INT(p.status, 404);
+    CHECK_INT(call(&f, "DELETE", "/routes/api/orders", NULL, NULL, NULL), 404);
+    CHECK_INT(call(&f, "PUT", "/routes",
+                   "[{\"path\": \"/a\", \"status\": 202}, {\"path\": \"/b\"}]", NULL, &j),
+              200);
+    cJSON_Delete(j);
+    plan(&f, "/a", &p);
+    CHECK_INT(p.status, 202);
+    plan(&f, "/test", &p);
+    CHECK_U64(p.delay_us, 1000000);
+    CHECK_INT(call(&f, "PUT", "/routes", "[{\"path\": \"/a\"}, {\"path\": \"/a\"}]", NULL, &j),
+              400);
+    CHECK_STR(str(j, "field"), "routes[1].path");
+    cJSON_Delete(j);
+    CHECK_INT(call(&f, "PUT", "/routes", "[{\"status\": 200}]", NULL, &j), 400);
+    CHECK_STR(str(j, "field"), "routes[0].path");
+    cJSON_Delete(j);
+    CHECK_INT(call(&f, "GET", "/nowhere", NULL, NULL, NULL), 404);
+    CHECK_INT(call(&f, "DELETE", "/routes", NULL, NULL, NULL), 405);
+    CHECK_INT(call(&f, "GET", "/reset", NULL, NULL, NULL), 405);
+    CHECK_INT(call(&f, "POST", "/scenario/start", NULL, NULL, NULL), 409);
+    teardown(&f);
+}
+
+/* With a token, every request must carry it. */
+static void the_token_guards_every_endpoint(void)
+{
+    struct fixture f;
+    setup(&f, "s3cret");
+    CHECK_INT(call(&f, "GET", "/routes", NULL, NULL, NULL), 401);
+    CHECK_INT(call(&f, "GET", "/routes", NULL, "Bearer s3cre", NULL), 401);
+    CHECK_INT(call(&f, "GET", "/routes", NULL, "Bearer s3cret2", NULL), 401);
+    CHECK_INT(call(&f, "GET", "/routes", NULL, "Basic s3cret", NULL), 401);
+    CHECK_INT(call(&f, "PATCH", "/routes/test", "{\"delay\": \"2s\"}", NULL, NULL), 401);
+    CHECK_INT(call(&f, "POST", "/reset", NULL, NULL, NULL), 401);
+    CHECK_U64(atomic_load(&f.svc.changes), 0);
+    CHECK_INT(call(&f, "GET", "/routes", NULL, "Bearer s3cret", NULL), 200);
+    CHECK_INT(call(&f, "GET", "/routes", NULL, "bearer s3cret", NULL), 200);
+    teardown(&f);
+}
+
+/* POST /reset: /stats counts from zero, /metrics stays monotonic with the reset count. */
+static void reset_starts_a_run(void)
+{
+    struct fixture f;
+    setup(&f, NULL);
+    struct stats_shard *sh = service_shard(&f.svc, 0);
+    for (int i = 0; i < 3; i++) {
+        stats_request_begin(sh, 0);
+        stats_observe(sh, 0, STATS_HIST_SERVICE, 1000);
+        stats_request_end(sh, 0, 200);
+    }
+    stats_request_begin(sh, 0); /* one in flight across the reset */
+    cJSON *j;
+    CHECK_INT(call(&f, "POST", "/reset", NULL, NULL, &j), 200);
+    CHECK_INT(num(j, "resets"), 1);
+    cJSON_Delete(j);
+    stats_request_end(sh, 0, 200);
+    char *text = service_report(&f.svc, PLAN_STATS);
+    cJSON *st = cJSON_Parse(text);
+    free(text);
+    CHECK_INT(num(st, "requests"), 0);
+    CHECK_INT(num(st, "answered"), 1);
+    CHECK_INT(num(st, "in_flight"), 0);
+    CHECK_INT(num(st, "resets"), 1);
+    const cJSON *test = cJSON_GetObjectItem(cJSON_GetObjectItem(st, "routes"), "/test");
+    CHECK_INT(num(test, "requests"), 0);
+    CHECK_INT(num(cJSON_GetObjectItem(test, "status"), "200"), 1);
+    CHECK_INT(num(cJSON_GetObjectItem(test, "service_ms"), "count"), 0);
+    cJSON_Delete(st);
+    text = service_report(&f.svc, PLAN_METRICS);
+    CHECK(strstr(text, "slowsrv_requests_total{route=\"/test\",status=\"200\"} 4\n") != NULL);
+    CHECK(strstr(text, "slowsrv_resets_total 1\n") != NULL);
+    CHECK(strstr(text, "slowsrv_generation 1\n") != NULL);
+    free(text);
+    teardown(&f);
+}
+
+int main(void)
+{
+    patch_makes_the_next_generation();
+    bad_values_change_nothing();
+    routes_come_and_go();
+    the_token_guards_every_endpoint();
+    reset_starts_a_run();
+    return CHECK_DONE();
+}

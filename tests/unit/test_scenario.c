@@ -1,0 +1,151 @@
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../common/control.h"
+#include "../../common/scenario.h"
+#include "../../common/service.h"
+#include "../../common/timer.h"
+#include "check.h"
+
+static int check_text(const char *json, char *err, size_t len)
+{
+    struct config cfg = config_defaults;
+    cfg.scenario = (char *)(uintptr_t)json;
+    snprintf(cfg.config_file, sizeof cfg.config_file, "s.json");
+    return scenario_check(&cfg, err, len);
+}
+
+/* Every phase is checked as it would run, naming the phase and key. */
+static void scenario_check_names_the_bad_key(void)
+{
+    static const struct {
+        const char *json;
+        const char *err;
+    } cases[] = {
+        {"[{\"at\": \"0s\"}, {\"at\": \"60s\", \"routes\": {\"/test\": {\"delay\": \"2s\"}}}]", ""},
+        {"[{\"at\": 500, \"ramp\": {\"/test\": {\"from\": \"1s\", \"to\": \"2s\", \"over\": "
+         "\"10s\"}}}]",
+         ""},
+        {"[{\"at\": \"1s\", \"restore\": true}]", ""},
+        {"[{\"routes\": {}}]", "s.json: scenario[0].at: missing"},
+        {"[{\"at\": \"5s\"}, {\"at\": \"1s\"}]",
+         "s.json: scenario[1].at: phases must be in order of \"at\""},
+        {"[{\"at\": \"1s\", \"routes\": {\"/test\": {\"delay\": \"1sec\"}}}]",
+         "s.json: scenario[0].routes./test.delay: bad duration"},
+        {"[{\"at\": \"1s\", \"routes\": {\"/nope\": {\"status\": 500}}}]",
+         "s.json: scenario[0].routes./nope: no such route"},
+        {"[{\"at\": \"1s\", \"routes\": {\"/write\": {\"status\": 500}}}]",
+         "s.json: scenario[0].routes./write: a built-in route"},
+        {"[{\"at\": \"1s\", \"ramp\": {\"/test\": {\"from\": \"1s\", \"to\": \"normal:1s,5ms\", "
+         "\"over\": \"1s\"}}}]",
+         "s.json: scenario[0].ramp./test.to: must be of the same form"},
+        {"[{\"at\": \"1s\", \"ramp\": {\"/test\": {\"from\": \"1s\", \"to\": \"2h\", \"over\": "
+         "\"1s\"}}}]",
+         "s.json: scenario[0].ramp./test.to: delay: up to 7200000 ms is over --max-delay"},
+        {"[{\"at\": \"1s\", \"when\": 3}]", "s.json: scenario[0].when: unknown key"},
+        {"{}", "s.json: scenario: must be an array of phases"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char err[512] = "";
+        int rc = check_text(cases[i].json, err, sizeof err);
+        if (!cases[i].err[0]) {
+            CHECK_INT(rc, 0);
+            CHECK_STR(err, "");
+        } else {
+            CHECK_INT(rc, -EINVAL);
+            if (strncmp(err, cases[i].err, strlen(cases[i].err)) != 0)
+                CHECK_STR(err, cases[i].err);
+        }
+    }
+}
+
+static uint64_t live_delay(struct service *svc, const char *target, uint64_t *gen)
+{
+    struct route_request rq = {.method = "GET", .target = target, .target_len = strlen(target)};
+    struct plan p;
+    struct route_table *t = service_table_acquire(svc, 0);
+    route_plan(t, &rq, &p);
+    service_table_release(svc, t, 0);
+    if (gen)
+        *gen = p.generation;
+    return p.delay_us;
+}
+
+/* The phases change the live table at their offsets, the ramp moves the delay through its
+ * steps, restore puts the start back; start again runs it from the top. */
+static void scenario_runs_its_phases_on_time(void)
+{
+    struct config cfg = config_defaults;
+    cfg.scenario = strdup(
+        "[{\"at\": \"100ms\", \"name\": \"brownout\", \"routes\": {\"/test\": {\"delay\": "
+        "\"2s\"}}},"
+        " {\"at\": \"300ms\", \"ramp\": {\"/test\": {\"from\": \"100ms\", \"to\": \"1100ms\", "
+        "\"over\": \"400ms\"}}},"
+        " {\"at\": \"900ms\", \"restore\": true}]");
+    struct service svc;
+    struct control ctl;
+    struct log lg;
+    char err[256];
+    log_init(&lg, "test", LOG_LEVEL_ERROR, stderr);
+    CHECK_INT(service_init(&svc, &cfg, 1, NULL), 0);
+    CHECK_INT(control_init(&ctl, &svc, &cfg, &lg, err, sizeof err), 0);
+    svc.scenario = ctl.scenario;
+    int running;
+    CHECK_INT(scenario_phase(ctl.scenario, &running), -1);
+    uint64_t t0 = timer_now_us();
+    control_start(&ctl);
+    CHECK_U64(live_delay(&svc, "/test", NULL), 1000000);
+    usleep(200000);
+    uint64_t gen;
+    CHECK_U64(live_delay(&svc, "/test", &gen), 2000000);
+    CHECK_U64(gen, 2);
+    CHECK_INT(scenario_phase(ctl.scenario, &running), 0);
+    CHECK_INT(running, 1);
+    /* Mid-ramp (300 ms + 200 ms of 400): about 600 ms, within a step (100 ms = 250 ms of delay). */
+    while (timer_now_us() - t0 < 500000)
+        usleep(1000);
+    uint64_t mid = live_delay(&svc, "/test", &gen);
+    CHECK(mid >= 300000 && mid <= 900000);
+    CHECK(gen > 3);
+    while (timer_now_us() - t0 < 800000)
+        usleep(1000);
+    CHECK_U64(live_delay(&svc, "/test", NULL), 1100000);
+    while (timer_now_us() - t0 < 1000000)
+        usleep(1000);
+    CHECK_U64(live_delay(&svc, "/test", NULL), 1000000);
+    CHECK_INT(scenario_phase(ctl.scenario, &running), 2);
+
+    char *text = service_report(&svc, PLAN_STATS);
+    cJSON *st = cJSON_Parse(text);
+    free(text);
+    const cJSON *sc = cJSON_GetObjectItem(st, "scenario");
+    const cJSON *ph = cJSON_GetArrayItem(cJSON_GetObjectItem(sc, "phases"), 0);
+    CHECK(cJSON_IsNumber(cJSON_GetObjectItem(ph, "began_at")));
+    CHECK_STR(cJSON_GetObjectItem(ph, "name")->valuestring, "brownout");
+    cJSON_Delete(st);
+    text = service_report(&svc, PLAN_METRICS);
+    CHECK(strstr(text, "slowsrv_scenario_phase 2\n") != NULL);
+    free(text);
+
+    /* Again from the top: phase 0 comes back at its offset. */
+    scenario_start(ctl.scenario, "unit");
+    CHECK_INT(scenario_phase(ctl.scenario, &running), -1);
+    usleep(200000);
+    CHECK_U64(live_delay(&svc, "/test", NULL), 2000000);
+    scenario_stop(ctl.scenario, "unit");
+    usleep(300000);
+    CHECK_U64(live_delay(&svc, "/test", NULL), 2000000); /* stopped before the ramp */
+    control_cleanup(&ctl);
+    service_cleanup(&svc);
+    free(cfg.scenario);
+}
+
+int main(void)
+{
+    scenario_check_names_the_bad_key();
+    scenario_runs_its_phases_on_time();
+    return CHECK_DONE();
+}
