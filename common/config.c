@@ -94,7 +94,7 @@ static const struct opt_def opt_defs[] = {
     {"bind", 'b', OPT_HOST, OFF(bind), 0, 0, "ADDR", "address to listen on (127.0.0.1)"},
     {"delay", 'd', OPT_DELAY, OFF(delay), 0, 0, "SPEC",
      "delay of GET /test: 1000, 1s, 250ms, 800us, 800ms..1200ms, normal:1s,50ms, "
-     "lognormal:1s,0.25, 10ms:90,1s:9 (1000)"},
+     "lognormal:1s,0.25, 10ms:90,1s:9, p50=20ms,p99=400ms,max=2s (1000)"},
     {"threads", 't', OPT_COUNT, OFF(threads), 1, 1024, "N",
      "event-loop threads (usable CPUs: online, affinity mask, cgroup quota); ignored by "
      "thread-per-connection"},

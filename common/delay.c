@@ -256,6 +256,157 @@ static int parse_mix(struct delay_spec *sp, const char *s, char *err, size_t err
     return 0;
 }
 
+/* The number after the 'p' of "p99.9", in millionths of rank. Returns 0, -EINVAL if
+ * malformed or finer than 0.0001, -ERANGE outside (0, 100). */
+static int parse_rank(const char *s, size_t len, uint32_t *rank)
+{
+    size_t i = 0;
+    uint32_t whole = 0, frac = 0, scale = DELAY_PCT_RANK_MAX / 100;
+
+    while (i < len && s[i] >= '0' && s[i] <= '9') {
+        if (whole < 1000)
+            whole = whole * 10 + (uint32_t)(s[i] - '0');
+        i++;
+    }
+    if (i == 0)
+        return -EINVAL;
+    if (i < len && s[i] == '.') {
+        if (++i == len)
+            return -EINVAL;
+        for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
+            if (scale == 1)
+                return -EINVAL;
+            scale /= 10;
+            frac += (uint32_t)(s[i] - '0') * scale;
+        }
+    }
+    if (i != len)
+        return -EINVAL;
+    if (whole >= 100 || whole + frac == 0)
+        return -ERANGE;
+    *rank = whole * (DELAY_PCT_RANK_MAX / 100) + frac;
+    return 0;
+}
+
+/* Without max=, the last segment goes on with its slope up to rank 1 (delay.h says why). */
+static int extend_to_max(struct delay_spec *sp, const char *s, char *err, size_t errlen)
+{
+    const struct delay_pct_point *a = &sp->pct[sp->npct - 2], *b = &sp->pct[sp->npct - 1];
+    double rest = (double)(DELAY_PCT_RANK_MAX - b->rank) / (double)(b->rank - a->rank);
+    double end;
+
+    if (a->us == 0)
+        end = (double)b->us * (1.0 + rest);
+    else
+        end = (double)b->us * exp(log((double)b->us / (double)a->us) * rest);
+    if (!(end <= (double)DELAY_DURATION_MAX_US)) {
+        snprintf(err, errlen, "percentiles '%s' reach over the 24h limit at p100; give max=", s);
+        return -ERANGE;
+    }
+    uint64_t us = (uint64_t)llround(end);
+    sp->pct[sp->npct].us = us < b->us ? b->us : us;
+    sp->pct[sp->npct].rank = DELAY_PCT_RANK_MAX;
+    sp->npct++;
+    return 0;
+}
+
+static int parse_percentiles(struct delay_spec *sp, const char *s, char *err, size_t errlen)
+{
+    const char *p = s, *prev = NULL;
+    size_t prevlen = 0, prevklen = 0, points = 0;
+    int rc;
+
+    sp->kind = DELAY_PERCENTILES;
+    sp->pct[0].us = 0;
+    sp->pct[0].rank = 0;
+    sp->npct = 1;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        if (len == 0) {
+            snprintf(err, errlen, "empty item in '%s'", s);
+            return -EINVAL;
+        }
+        if (!eq) {
+            snprintf(err, errlen, "'%.*s' wants pNN=DURATION, as in p50=20ms,p99=400ms", (int)len,
+                     p);
+            return -EINVAL;
+        }
+        size_t klen = (size_t)(eq - p);
+        uint32_t rank;
+        if (klen == 3 && memcmp(p, "min", 3) == 0) {
+            if (prev) {
+                snprintf(err, errlen, "min= must come first in '%s'", s);
+                return -EINVAL;
+            }
+            rank = 0;
+        } else if (klen == 3 && memcmp(p, "max", 3) == 0) {
+            if (end) {
+                snprintf(err, errlen, "max= must come last in '%s'", s);
+                return -EINVAL;
+            }
+            rank = DELAY_PCT_RANK_MAX;
+        } else if (klen > 0 && p[0] == 'p') {
+            rc = parse_rank(p + 1, klen - 1, &rank);
+            if (rc == -ERANGE) {
+                snprintf(err, errlen,
+                         "percentile '%.*s' must be above 0 and below 100 (min= is p0, max= p100)",
+                         (int)klen, p);
+                return rc;
+            }
+            if (rc) {
+                snprintf(err, errlen, "bad percentile '%.*s' (want p and a number, e.g. p99.9)",
+                         (int)klen, p);
+                return rc;
+            }
+            if (points == DELAY_PCT_MAX) {
+                snprintf(err, errlen, "percentiles take at most %d pNN= points", DELAY_PCT_MAX);
+                return -EINVAL;
+            }
+            if (rank <= sp->pct[sp->npct - 1].rank) {
+                snprintf(err, errlen, "percentiles must increase: %.*s after %.*s in '%s'",
+                         (int)klen, p, (int)prevklen, prev, s);
+                return -EINVAL;
+            }
+            points++;
+        } else {
+            snprintf(err, errlen, "unknown key '%.*s' (want pNN=, min= or max=, as in p50=20ms)",
+                     (int)klen, p);
+            return -EINVAL;
+        }
+        uint64_t us;
+        rc = parse_part(eq + 1, len - klen - 1, &us, err, errlen);
+        if (rc)
+            return rc;
+        if (us < sp->pct[sp->npct - 1].us) {
+            snprintf(err, errlen, "values must not decrease: %.*s after %.*s in '%s'", (int)len, p,
+                     (int)prevlen, prev, s);
+            return -EINVAL;
+        }
+        if (rank == 0) {
+            sp->pct[0].us = us;
+        } else {
+            sp->pct[sp->npct].us = us;
+            sp->pct[sp->npct].rank = rank;
+            sp->npct++;
+        }
+        prev = p;
+        prevlen = len;
+        prevklen = klen;
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    if (points == 0) {
+        snprintf(err, errlen, "'%s' has no pNN= point, as in p50=20ms,p99=400ms", s);
+        return -EINVAL;
+    }
+    if (sp->pct[sp->npct - 1].rank < DELAY_PCT_RANK_MAX)
+        return extend_to_max(sp, s, err, errlen);
+    return 0;
+}
+
 int delay_spec_parse(struct delay_spec *out, const char *s, char *err, size_t errlen)
 {
     struct delay_spec sp;
@@ -271,6 +422,8 @@ int delay_spec_parse(struct delay_spec *out, const char *s, char *err, size_t er
         rc = parse_normal(&sp, s + 7, err, errlen);
     else if (strncmp(s, "lognormal:", 10) == 0)
         rc = parse_lognormal(&sp, s + 10, err, errlen);
+    else if (strchr(s, '='))
+        rc = parse_percentiles(&sp, s, err, errlen);
     else if (dots)
         rc = parse_uniform(&sp, s, dots, err, errlen);
     else if (strchr(s, ':'))
@@ -304,6 +457,8 @@ int delay_spec_is_fixed(const struct delay_spec *spec)
         return spec->sigma == 0.0;
     case DELAY_MIX:
         return 0;
+    case DELAY_PERCENTILES:
+        return spec->npct == 0 || spec->pct[0].us == spec->pct[spec->npct - 1].us;
     }
     return 0;
 }
@@ -325,6 +480,8 @@ uint64_t delay_spec_max_us(const struct delay_spec *spec)
             if (spec->mix[i].percent && spec->mix[i].us > max)
                 max = spec->mix[i].us;
         return max;
+    case DELAY_PERCENTILES:
+        return spec->npct ? spec->pct[spec->npct - 1].us : 0;
     }
     return max;
 }
@@ -367,6 +524,30 @@ static uint64_t us_from_double(double v)
     return (uint64_t)llround(v);
 }
 
+/* The quantile function through the points at u, the top 53 bits of r as a fraction in
+ * [0, 1). The result is clamped to its segment so that rounding cannot make the draws
+ * non-monotone in u or step outside [min, max]. */
+static uint64_t draw_percentiles(const struct delay_spec *spec, uint64_t r)
+{
+    double q = (double)(r >> 11) * (1.0 / 9007199254740992.0) * DELAY_PCT_RANK_MAX;
+    size_t j = 1;
+    while (j + 1 < spec->npct && q >= (double)spec->pct[j].rank)
+        j++;
+    const struct delay_pct_point *a = &spec->pct[j - 1], *b = &spec->pct[j];
+    if (a->us == b->us)
+        return a->us;
+    double t = (q - a->rank) / (double)(b->rank - a->rank);
+    double v;
+    if (a->us == 0) {
+        v = t * (double)b->us;
+    } else {
+        double la = log((double)a->us);
+        v = exp(la + t * (log((double)b->us) - la));
+    }
+    uint64_t us = (uint64_t)llround(v);
+    return us < a->us ? a->us : us > b->us ? b->us : us;
+}
+
 uint64_t delay_spec_draw(const struct delay_spec *spec, uint64_t seed, uint64_t stream,
                          uint64_t index)
 {
@@ -393,6 +574,8 @@ uint64_t delay_spec_draw(const struct delay_spec *spec, uint64_t seed, uint64_t 
         }
         return 0;
     }
+    case DELAY_PERCENTILES:
+        return draw_percentiles(spec, delay_random(seed, stream, index));
     }
     return 0;
 }

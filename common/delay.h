@@ -12,6 +12,29 @@
  *   normal:1s,50ms                    normal (mean, standard deviation), truncated at 0
  *   lognormal:1s,0.25                 log-normal (median, sigma)
  *   10ms:90,1s:9,5s:1                 weighted mix in percent; the remainder is 0 ms
+ *   p50=20ms,p90=80ms,p99=400ms,max=2s  percentiles (below)
+ *
+ * Percentiles: `[min=D,]pNN=D[,pNN=D...][,max=D]`, comma-separated, no spaces: "a fraction NN %
+ * of draws is at most D". NN is above 0 and below 100 (else -ERANGE), with at most four
+ * decimals (p99.9, p99.99); 1 to DELAY_PCT_MAX points, their NN strictly increasing in the order
+ * given and their durations never decreasing. min= (the 0th percentile) may only come first,
+ * max= (the 100th) only last. A draw takes u uniform in [0, 1) (the top 53 bits of
+ * delay_random()) and evaluates the quantile function through the points:
+ *   - between two points (q_i, v_i), (q_j, v_j) it interpolates in log space,
+ *     v = exp(ln v_i + (u - q_i) / (q_j - q_i) * (ln v_j - ln v_i)). Latencies are roughly
+ *     log-normal, whose quantiles are spread geometrically: p50=20ms,p90=80ms puts p70 at 40 ms,
+ *     the geometric mean, near the 35 ms of the log-normal through those two points; linear
+ *     interpolation would put it at 50 ms and make every segment's upper half too slow;
+ *   - a segment with a 0 ms end (ln 0 is undefined) is linear instead;
+ *   - without min=, the 0th percentile is 0 ms, so the first segment is linear from 0: nothing
+ *     is invented below the first point; give min= for a realistic fast end (min=5ms);
+ *   - without max=, the last segment's slope (in log space, or linear if it starts at 0 ms) goes
+ *     on to the 100th percentile, and that end bounds the draws: p90=80ms,p99=400ms ends at
+ *     478.325 ms, p50=20ms alone at 40 ms. Capping at the last value instead would pile the
+ *     remaining draws (1 % after p99) on exactly 400 ms, a spike no real service shows. An end
+ *     past DELAY_DURATION_MAX_US is refused (-ERANGE): give max= then.
+ * The given points are exact quantiles of the draws, and no value is drawn more often than its
+ * neighbours unless two points have the same value.
  */
 #ifndef SLOWSRV_DELAY_H
 #define SLOWSRV_DELAY_H
@@ -25,17 +48,31 @@
 /* Most entries in a weighted mix. */
 #define DELAY_MIX_MAX 16
 
+/* Most pNN= points in a percentile spec (min= and max= not counted). */
+#define DELAY_PCT_MAX 16
+
+/* A percentile's rank in millionths: p99.9 is 999000, min= 0, max= 1000000. */
+#define DELAY_PCT_RANK_MAX 1000000U
+
 enum delay_kind {
     DELAY_FIXED = 0,
     DELAY_UNIFORM,
     DELAY_NORMAL,
     DELAY_LOGNORMAL,
     DELAY_MIX,
+    DELAY_PERCENTILES,
 };
 
 struct delay_mix_entry {
     uint64_t us;
     unsigned percent;
+};
+
+/* One point of the quantile function: a fraction `rank` / DELAY_PCT_RANK_MAX of draws is at
+ * most `us`. */
+struct delay_pct_point {
+    uint64_t us;
+    uint32_t rank;
 };
 
 struct delay_spec {
@@ -45,6 +82,10 @@ struct delay_spec {
     double sigma;  /* log-normal shape */
     size_t nmix;   /* entries used in mix[] */
     struct delay_mix_entry mix[DELAY_MIX_MAX];
+    /* Percentiles: npct points in pct[], ranks strictly increasing from 0 (min=, or 0 ms) to
+     * DELAY_PCT_RANK_MAX (max=, or the extrapolated end), values non-decreasing. */
+    size_t npct;
+    struct delay_pct_point pct[DELAY_PCT_MAX + 2];
 };
 
 /* Parses a duration ("1.5s", "250ms", "800us", "2m", "1h", or bare "1000" ms) into *us.
@@ -63,8 +104,8 @@ void delay_spec_fixed(struct delay_spec *out, uint64_t us);
 /* Returns 1 if every draw of the spec is the same value (a fixed delay), else 0. */
 int delay_spec_is_fixed(const struct delay_spec *spec);
 
-/* Returns the largest value a draw can take, or UINT64_MAX for the unbounded distributions
- * (normal, log-normal). */
+/* Returns the largest value a draw can take (for percentiles: max=, or where the last segment
+ * ends), or UINT64_MAX for the unbounded distributions (normal, log-normal). */
 uint64_t delay_spec_max_us(const struct delay_spec *spec);
 
 /* Draws the delay of request `index` in stream `stream` (a route's id) under `seed`, in

@@ -14,7 +14,11 @@
  *     never exceed delay_spec_max_us() when it is bounded, nor DELAY_DURATION_MAX_US; the same
  *     arguments give the same draw; uniform draws are >= the low bound, mix draws are one of the
  *     entries or 0, a spec with delay_spec_is_fixed() always draws the same value;
- *   - a text with no ':' and no ".." is a fixed delay exactly when delay_duration_parse()
+ *   - percentiles: ranks strictly increasing from 0 to DELAY_PCT_RANK_MAX, values
+ *     non-decreasing, 1 to DELAY_PCT_MAX points between min and max; each draw lies between the
+ *     two points around its u (the top 53 bits of delay_random(), as delay.h says), so within
+ *     [min, max]; and draws are monotone in u (a larger u never draws less);
+ *   - a text with no ':', no ".." and no '=' is a fixed delay exactly when delay_duration_parse()
  *     accepts it, with the same value;
  *   - delay_format_ms() of every value seen (parsed durations, bounds, draws) fits in 24 bytes,
  *     returns strlen, and parses back with delay_duration_parse() to within 1 us.
@@ -67,6 +71,11 @@ static int same_spec(const struct delay_spec *a, const struct delay_spec *b)
     for (size_t i = 0; i < a->nmix; i++)
         if (a->mix[i].us != b->mix[i].us || a->mix[i].percent != b->mix[i].percent)
             return 0;
+    if (a->npct != b->npct || a->npct > DELAY_PCT_MAX + 2)
+        return 0;
+    for (size_t i = 0; i < a->npct; i++)
+        if (a->pct[i].us != b->pct[i].us || a->pct[i].rank != b->pct[i].rank)
+            return 0;
     return 1;
 }
 
@@ -75,6 +84,19 @@ static void check_error(int rc, const char *err, size_t errlen)
     REQUIRE(rc == -EINVAL || rc == -ERANGE);
     REQUIRE(memchr(err, '\0', errlen) != NULL);
     REQUIRE(err[0] != '\0');
+}
+
+/* The draw of a percentile spec lies between the points around its u. Returns u's 53 bits. */
+static uint64_t check_percentile_draw(const struct delay_spec *sp, uint64_t r, uint64_t d)
+{
+    uint64_t u53 = r >> 11;
+    double q = (double)u53 * (1.0 / 9007199254740992.0) * DELAY_PCT_RANK_MAX;
+    size_t j = 1;
+
+    while (j + 1 < sp->npct && q >= (double)sp->pct[j].rank)
+        j++;
+    REQUIRE(d >= sp->pct[j - 1].us && d <= sp->pct[j].us);
+    return u53;
 }
 
 static void check_draws(const struct delay_spec *sp, uint64_t h)
@@ -88,6 +110,7 @@ static void check_draws(const struct delay_spec *sp, uint64_t h)
     uint64_t args[6][3];
     uint64_t max = delay_spec_max_us(sp);
     uint64_t first = 0;
+    uint64_t drawn[6], u53[6];
     size_t n = 0;
 
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++, n++)
@@ -129,6 +152,18 @@ static void check_draws(const struct delay_spec *sp, uint64_t h)
             REQUIRE(found);
             break;
         }
+        case DELAY_PERCENTILES:
+            u53[i] = check_percentile_draw(sp, delay_random(args[i][0], args[i][1], args[i][2]), d);
+            drawn[i] = d;
+            for (size_t k = 0; k < i; k++) {
+                if (u53[k] < u53[i])
+                    REQUIRE(drawn[k] <= d);
+                else if (u53[k] > u53[i])
+                    REQUIRE(drawn[k] >= d);
+                else
+                    REQUIRE(drawn[k] == d);
+            }
+            break;
         case DELAY_NORMAL:
         case DELAY_LOGNORMAL:
             break;
@@ -166,6 +201,19 @@ static void check_spec(const struct delay_spec *sp)
             total += sp->mix[i].percent;
         }
         REQUIRE(total <= 100);
+        break;
+    case DELAY_PERCENTILES:
+        REQUIRE(sp->npct >= 3 && sp->npct <= DELAY_PCT_MAX + 2);
+        REQUIRE(sp->pct[0].rank == 0 && sp->pct[sp->npct - 1].rank == DELAY_PCT_RANK_MAX);
+        for (size_t i = 0; i < sp->npct; i++) {
+            REQUIRE(sp->pct[i].us <= DELAY_DURATION_MAX_US);
+            if (i > 0)
+                REQUIRE(sp->pct[i].rank > sp->pct[i - 1].rank &&
+                        sp->pct[i].us >= sp->pct[i - 1].us);
+            check_format(sp->pct[i].us);
+        }
+        REQUIRE(delay_spec_max_us(sp) == sp->pct[sp->npct - 1].us);
+        REQUIRE(delay_spec_is_fixed(sp) == (sp->pct[0].us == sp->pct[sp->npct - 1].us));
         break;
     default:
         REQUIRE(0);
@@ -220,8 +268,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_draws(&spec, h);
     }
 
-    /* A text that is neither a range nor has a ':' is a plain duration. */
-    if (!strchr(s, ':') && !strstr(s, "..")) {
+    /* A text that is neither a range nor has a ':' or '=' is a plain duration. */
+    if (!strchr(s, ':') && !strstr(s, "..") && !strchr(s, '=')) {
         REQUIRE((rc == 0) == (drc == 0));
         if (rc == 0)
             REQUIRE(spec.kind == DELAY_FIXED && spec.a_us == us);

@@ -34,6 +34,21 @@ DELAY = {
     "err_lognormal_sigma": "lognormal:1s,11",
     "err_normal_one_arg": "normal:1s",
     "err_empty": "",
+    "percentiles": "p50=20ms,p90=80ms,p99=400ms,max=2s",
+    "percentiles_min_fraction": "min=5ms,p50=20ms,p99.9=1s",
+    "percentiles_extrapolated": "p50=20ms,p90=80ms,p99=400ms",
+    "percentiles_zero": "p10=0,p50=0,p90=10ms",
+    "percentiles_16_points": ",".join(f"p{5 * i}={i}ms" for i in range(1, 17)),
+    "err_pct_unordered": "p90=80ms,p50=20ms",
+    "err_pct_p100": "p100=1s",
+    "err_pct_finer": "p99.99999=1s",
+    "err_pct_decreasing": "p50=20ms,p90=10ms",
+    "err_pct_max_below": "p50=20ms,p99=400ms,max=300ms",
+    "err_pct_17_points": ",".join(f"p{5 * i}={i}ms" for i in range(1, 18)),
+    "err_pct_max_first": "max=2s,p50=20ms",
+    "err_pct_no_point": "min=1ms,max=2s",
+    "err_pct_missing_eq": "p50=20ms,p90",
+    "err_pct_tail_over_24h": "p1=1us,p2=24h",
 }
 
 MODE_FILE, MODE_ARGV, H2O = 0, 1, 2
@@ -67,6 +82,10 @@ CONFIG = {
         {"path": "/slow-body", "body": "0123456789", "drip": "5,500ms", "fault": "truncate"},
         {"path": "/db", "delay": "300ms", "workers": 2, "queue": 1},
         {"path": "/broken", "fault": "reset"}]}),
+    "file_route_percentiles": cfg_file({"max-delay": "2s", "routes": [
+        {"path": "/p", "delay": "min=1ms,p50=10ms,p99=200ms,max=1s"}]}),
+    "err_file_route_percentiles_over_max": cfg_file({"max-delay": "450ms", "routes": [
+        {"path": "/p", "delay": "p50=20ms,p90=80ms,p99=400ms"}]}),
     "err_file_route_drip_body": cfg_file({"routes": [{"path": "/x", "body": "ab", "drip": "3"}]}),
     "err_file_route_queue_alone": cfg_file({"routes": [{"path": "/x", "queue": 4}]}),
     "file_h2o_epoll": cfg_file({"model": "epoll", "overflow": "503", "workers": 1}, H2O),
@@ -86,6 +105,7 @@ CONFIG = {
     "argv_flags": cfg_argv(["--port", "8081", "--delay", "normal:1s,50ms", "-t", "4",
                             "--max-delay=2m", "--no-overrides", "--seed", "7"]),
     "argv_short": cfg_argv(["-p0", "-b", "::1", "-m", "select", "-d", "10ms:90,1s:9"]),
+    "argv_delay_percentiles": cfg_argv(["--delay", "p50=20ms,p99=400ms", "--max-delay", "1s"]),
     "argv_help": cfg_argv(["--help"]),
     "argv_version": cfg_argv(["-V"]),
     "argv_max_delay_zero": cfg_argv(["--max-delay", "0", "--delay", "0"]),
@@ -136,6 +156,9 @@ ROUTE = {
     "fault_close_204": req(TABLE_DEFAULT, "GET", "/echo?status=204&fault=close"),
     "err_drip_too_many": req(TABLE_DEFAULT, "GET", "/echo?drip=3,1s"),
     "err_fault_write": req(TABLE_DEFAULT, "POST", "/write?fault=truncate"),
+    "echo_percentiles": req(TABLE_DEFAULT | BUF_128, "GET", "/echo?delay=p50=20ms,p90=80ms,max=2s"),
+    "header_percentiles": req(TABLE_DEFAULT | BUF_16, "GET", "/echo", "min=1ms,p99=5ms"),
+    "err_delay_percentiles": req(TABLE_DEFAULT, "GET", "/echo?delay=p90=1s,p50=2s"),
 }
 
 

@@ -199,6 +199,41 @@ static void seeded_delays_repeat_across_runs_and_binaries(const struct itest_env
     }
 }
 
+/* --delay with percentiles: each /test waits its draw, between min= and max=, and the draws are
+ * the core's for (seed 7, route 0, i), frozen like the others. A ?delay= of percentiles needs no
+ * percent-encoding: the '=' after the first belongs to the value; the header works too. */
+static void percentile_delays_wait_their_draw(const struct itest_env *env)
+{
+    static const char *const want[5] = {"delay;dur=48.349", "delay;dur=103.43", "delay;dur=30.007",
+                                        "delay;dur=22.976", "delay;dur=114.126"};
+    struct server s;
+    struct reply r;
+    char timing[32];
+    START(env, &s, "--delay", "min=20ms,p50=40ms,p90=80ms,max=120ms", "--seed", "7");
+    for (size_t i = 0; i < 5; i++) {
+        http_request(s.port, "GET", "/test", NULL, NULL, &r);
+        CHECK_INT(r.status, 200);
+        CHECK_STR(r.body, "ok");
+        if (!reply_header(&r, "Server-Timing", timing, sizeof timing))
+            snprintf(timing, sizeof timing, "(none)");
+        CHECK_STR(timing, want[i]);
+        double ms = strtod(timing + strlen("delay;dur="), NULL);
+        if (r.seconds < ms / 1000 || r.seconds > ms / 1000 + LONE_SLACK)
+            CHECK_FAIL_("/test with %s answered in %.3f s", timing, r.seconds);
+        else
+            check_passed++;
+    }
+    answers_within(s.port, "/echo?delay=min=50ms,p50=50ms", "OK", 0.05, 0.05 + LONE_SLACK);
+    static const char *const hdr[] = {"X-Slowsrv-Delay: min=30ms,p99=30ms", NULL};
+    http_request(s.port, "GET", "/echo", NULL, hdr, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(reply_header(&r, "Server-Timing", timing, sizeof timing), "delay;dur=30");
+    http_request(s.port, "GET", "/echo?delay=p90=1s,p50=2s", NULL, NULL, &r);
+    CHECK_INT(r.status, 400);
+    CHECK(strstr(r.body, "percentiles must increase: p50 after p90") != NULL);
+    stop_expect_clean(&s);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -562,6 +597,7 @@ static const struct itest_case cases[] = {
     {"error_rate_injects_errors", error_rate_injects_errors, ITEST_PLAIN, 0},
     {"seeded_delays_repeat_across_runs_and_binaries", seeded_delays_repeat_across_runs_and_binaries,
      ITEST_BOTH, 0},
+    {"percentile_delays_wait_their_draw", percentile_delays_wait_their_draw, ITEST_PLAIN, 0},
     {"workers_serve_in_waves", workers_serve_in_waves, ITEST_PER_MODEL, 0},
     {"workers_refuse_exactly_the_overflow", workers_refuse_exactly_the_overflow, ITEST_PLAIN, 0},
     {"health_and_reports_never_wait_or_count", health_and_reports_never_wait_or_count, ITEST_PLAIN,

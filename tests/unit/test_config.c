@@ -137,6 +137,10 @@ static void config_refusals_name_the_source_and_key(void)
         {{"--delay", "5s", "--max-delay", "1s"},
          {NULL},
          "delay: up to 5000 ms is over --max-delay 1000 ms; raise --max-delay"},
+        /* Without max=, percentiles reach p100 on the last segment's slope: 400 * 5^(1/9). */
+        {{"--delay", "p50=20ms,p90=80ms,p99=400ms", "--max-delay", "450ms"},
+         {NULL},
+         "delay: up to 478.325 ms is over --max-delay 450 ms; raise --max-delay"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct config cfg;

@@ -70,6 +70,137 @@ static void delay_spec_parse_reads_every_form(void)
     CHECK_INT(sp.nmix, 3);
     CHECK_U64(sp.mix[2].us, 5000000);
     CHECK_INT(sp.mix[0].percent, 90);
+    CHECK_INT(delay_spec_parse(&sp, "p50=20ms,p90=80ms,p99.9=400ms,max=2s", err, sizeof err), 0);
+    CHECK_INT(sp.kind, DELAY_PERCENTILES);
+    CHECK_INT(sp.npct, 5);
+    static const struct delay_pct_point want[5] = {
+        {0, 0}, {20000, 500000}, {80000, 900000}, {400000, 999000}, {2000000, 1000000}};
+    for (size_t i = 0; i < 5; i++) {
+        CHECK_U64(sp.pct[i].us, want[i].us);
+        CHECK_INT(sp.pct[i].rank, want[i].rank);
+    }
+}
+
+/* Every refusal of the percentile form, with its code and reason. */
+static void delay_percentiles_refuse_bad_points_with_code_and_reason(void)
+{
+    static const struct {
+        const char *in;
+        int rc;
+        const char *err;
+    } cases[] = {
+        {"p90=80ms,p50=20ms", -EINVAL,
+         "percentiles must increase: p50 after p90 in 'p90=80ms,p50=20ms'"},
+        {"p50=20ms,p50=30ms", -EINVAL,
+         "percentiles must increase: p50 after p50 in 'p50=20ms,p50=30ms'"},
+        {"p50=20ms,p50.0=30ms", -EINVAL, "percentiles must increase: p50.0 after p50 in"},
+        {"p0=1ms", -ERANGE,
+         "percentile 'p0' must be above 0 and below 100 (min= is p0, max= p100)"},
+        {"p0.0=1ms", -ERANGE, "percentile 'p0.0' must be above 0 and below 100"},
+        {"p100=1s", -ERANGE, "percentile 'p100' must be above 0 and below 100"},
+        {"p150=1s", -ERANGE, "percentile 'p150' must be above 0 and below 100"},
+        {"p99999999999=1s", -ERANGE, "percentile 'p99999999999' must be above 0"},
+        {"p99.99999=1s", -EINVAL, "bad percentile 'p99.99999' (want p and a number, e.g. p99.9)"},
+        {"p.5=1s", -EINVAL, "bad percentile 'p.5'"},
+        {"p5.=1s", -EINVAL, "bad percentile 'p5.'"},
+        {"p-5=1s", -EINVAL, "bad percentile 'p-5'"},
+        {"p=1s", -EINVAL, "bad percentile 'p'"},
+        {"p50=20ms,p90", -EINVAL, "'p90' wants pNN=DURATION, as in p50=20ms,p99=400ms"},
+        {"p50=20ms,p90=80xs", -EINVAL, "bad duration '80xs'"},
+        {"p50=", -EINVAL, "bad duration ''"},
+        {"p50=25h", -ERANGE, "duration '25h' is over the 24h limit"},
+        {"p50=20ms,p90=10ms", -EINVAL,
+         "values must not decrease: p90=10ms after p50=20ms in 'p50=20ms,p90=10ms'"},
+        {"min=30ms,p50=20ms", -EINVAL, "values must not decrease: p50=20ms after min=30ms"},
+        {"p50=20ms,p99=400ms,max=300ms", -EINVAL,
+         "values must not decrease: max=300ms after p99=400ms"},
+        {"p1=1,p2=2,p3=3,p4=4,p5=5,p6=6,p7=7,p8=8,p9=9,p10=10,p11=11,p12=12,p13=13,p14=14,p15=15,"
+         "p16=16,p17=17",
+         -EINVAL, "percentiles take at most 16 pNN= points"},
+        {"min=1ms,max=2s", -EINVAL, "'min=1ms,max=2s' has no pNN= point, as in p50=20ms,p99=400ms"},
+        {"max=2s", -EINVAL, "'max=2s' has no pNN= point"},
+        {"p50=20ms,min=1ms", -EINVAL, "min= must come first in 'p50=20ms,min=1ms'"},
+        {"min=1ms,min=2ms,p50=20ms", -EINVAL, "min= must come first"},
+        {"max=2s,p50=20ms", -EINVAL, "max= must come last in 'max=2s,p50=20ms'"},
+        {"p50=20ms,max=2s,", -EINVAL, "max= must come last"},
+        {"p50=20ms,", -EINVAL, "empty item in 'p50=20ms,'"},
+        {"p50=20ms,,p90=80ms", -EINVAL, "empty item in"},
+        {"q50=20ms", -EINVAL, "unknown key 'q50' (want pNN=, min= or max=, as in p50=20ms)"},
+        {"P50=20ms", -EINVAL, "unknown key 'P50'"},
+        {"=20ms", -EINVAL, "unknown key ''"},
+        {"p1=1us,p2=24h", -ERANGE,
+         "percentiles 'p1=1us,p2=24h' reach over the 24h limit at p100; give max="},
+        {"p0.0001=1s", -ERANGE, "percentiles 'p0.0001=1s' reach over the 24h limit"},
+        {"p50=24h", -ERANGE, "percentiles 'p50=24h' reach over the 24h limit"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct delay_spec sp;
+        char err[256] = "";
+        sp.kind = DELAY_FIXED;
+        sp.a_us = 77;
+        int rc = delay_spec_parse(&sp, cases[i].in, err, sizeof err);
+        if (rc != cases[i].rc)
+            CHECK_FAIL_("'%s': rc %d, want %d (%s)", cases[i].in, rc, cases[i].rc, err);
+        else if (strncmp(err, cases[i].err, strlen(cases[i].err)) != 0)
+            CHECK_FAIL_("'%s': got '%s', want '%s'", cases[i].in, err, cases[i].err);
+        else
+            check_passed++;
+        CHECK_INT(sp.kind, DELAY_FIXED);
+        CHECK_U64(sp.a_us, 77);
+    }
+}
+
+/* The ends of the quantile function: min= or 0 ms below, max= or the last segment's slope
+ * carried on to p100 above (delay.h says why); a spec whose values are all equal is fixed. */
+static void delay_percentiles_take_their_ends_from_min_max_or_the_slope(void)
+{
+    static const struct {
+        const char *spec;
+        uint64_t lo, hi;
+        int fixed;
+    } cases[] = {
+        {"p50=20ms,p90=80ms,p99=400ms,max=2s", 0, 2000000, 0},
+        /* 400 ms * 5^(1/9): the log slope from p90 to p99, one ninth further. */
+        {"p50=20ms,p90=80ms,p99=400ms", 0, 478325, 0},
+        /* From 0 the slope is linear: 0 to 20 ms over half the ranks, so 40 ms at p100. */
+        {"p50=20ms", 0, 40000, 0},
+        /* From min=10ms it is logarithmic: twice 20 ms after another half. */
+        {"min=10ms,p50=20ms", 10000, 40000, 0},
+        {"p50=0,p90=10ms", 0, 12500, 0},
+        {"p99.9999=1s", 0, 1000001, 0},
+        {"min=1ms,p50=1ms,max=1ms", 1000, 1000, 1},
+        {"min=5ms,p50=5ms", 5000, 5000, 1},
+        {"p50=0", 0, 0, 1},
+        {"p10=0,p50=0,max=0", 0, 0, 1},
+        {"p50=0,max=0", 0, 0, 1},
+        {"p50=12h,max=24h", 0, DELAY_DURATION_MAX_US, 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        struct delay_spec sp;
+        char err[256] = "";
+        if (delay_spec_parse(&sp, cases[c].spec, err, sizeof err) != 0) {
+            CHECK_FAIL_("'%s' refused: %s", cases[c].spec, err);
+            continue;
+        }
+        CHECK_U64(sp.pct[0].us, cases[c].lo);
+        CHECK_U64(delay_spec_max_us(&sp), cases[c].hi);
+        CHECK_INT(delay_spec_is_fixed(&sp), cases[c].fixed);
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (uint64_t i = 0; i < 20000; i++) {
+            uint64_t v = delay_spec_draw(&sp, 5, c, i);
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+        if (lo < cases[c].lo || hi > cases[c].hi)
+            CHECK_FAIL_("'%s': draws from %" PRIu64 " to %" PRIu64 " us, outside [%" PRIu64
+                        ", %" PRIu64 "]",
+                        cases[c].spec, lo, hi, cases[c].lo, cases[c].hi);
+        else
+            check_passed++;
+        /* Continuous: the extremes come close to the ends, no spike at a point. */
+        CHECK(lo <= cases[c].lo + (cases[c].hi - cases[c].lo) / 100);
+        CHECK(hi + (cases[c].hi - cases[c].lo) / 10 >= cases[c].hi);
+    }
 }
 
 static void delay_spec_parse_refuses_with_a_reason(void)
@@ -200,6 +331,15 @@ static void delay_draws_give_their_frozen_values(void)
         {"10ms:60,1s:30", 7, 0, 0, 10000},
         {"10ms:60,1s:30", 7, 0, 1, 1000000},
         {"10ms:60,1s:30", 7, 0, 4, 0},
+        /* Percentiles: u = 0.609 gives 20 ms * 4^(0.109 / 0.4); u = 0.349 is on the linear
+         * segment from 0 ms to p50. */
+        {"p50=20ms,p90=80ms,p99=400ms,max=2s", 7, 0, 0, 29220},
+        {"p50=20ms,p90=80ms,p99=400ms,max=2s", 7, 0, 1, 248371},
+        {"p50=20ms,p90=80ms,p99=400ms,max=2s", 42, 3, 7, 35887},
+        {"p50=20ms,p90=80ms,p99=400ms,max=2s", UINT64_MAX, UINT64_MAX, UINT64_MAX, 13962},
+        {"p50=20ms,p90=80ms,p99=400ms", 1, 0, 0, 39111},
+        {"min=5ms,p50=20ms,p99.9=1s", 0, 0, 0, 7345},
+        {"min=5ms,p50=20ms,p99.9=1s", 0xdeadbeefcafef00dULL, 5, 1000000, 11966},
     };
     for (size_t k = 0; k < sizeof pins / sizeof pins[0]; k++) {
         struct delay_spec sp;
@@ -326,6 +466,101 @@ static void delay_mix_follows_its_weights(void)
     CHECK_U64(delay_spec_max_us(&sp), 1000000);
 }
 
+/* The quantile function of p50=20ms,p90=80ms,p99=400ms,max=2s inverted: linear from 0 to
+ * 20 ms (a segment touching 0), log-linear between the other points. */
+static double cdf_p50_p90_p99_max(double x, const double *p)
+{
+    static const double v[] = {0, 20000, 80000, 400000, 2000000}, q[] = {0, 0.5, 0.9, 0.99, 1};
+    (void)p;
+    if (x <= 0)
+        return 0;
+    if (x <= v[1])
+        return q[1] * x / v[1];
+    for (size_t i = 2; i < 5; i++)
+        if (x <= v[i])
+            return q[i - 1] + (q[i] - q[i - 1]) * log(x / v[i - 1]) / log(v[i] / v[i - 1]);
+    return 1;
+}
+
+/* Issue #17: 100 000 draws land on the given percentiles within 1 % of rank, and between the
+ * points they follow log-space interpolation, not linear. */
+static void delay_percentiles_land_on_their_ranks(void)
+{
+    enum { N = 100000 };
+    static double v[N];
+    struct delay_spec sp;
+    char err[128];
+    CHECK_INT(delay_spec_parse(&sp, "p50=20ms,p90=80ms,p99=400ms,max=2s", err, sizeof err), 0);
+    for (size_t i = 0; i < N; i++)
+        v[i] = (double)delay_spec_draw(&sp, 20240917, 0, i);
+    /* The whole distribution (this sorts v): KS at alpha = 0.001. */
+    double d = ks_distance(v, N, cdf_p50_p90_p99_max, NULL);
+    if (d >= 1.95 / sqrt((double)N))
+        CHECK_FAIL_("KS distance %.4f >= %.4f", d, 1.95 / sqrt((double)N));
+    else
+        check_passed++;
+    CHECK(v[0] >= 0 && v[N - 1] <= 2000000);
+
+    static const struct {
+        double us, rank;
+    } points[] = {{20000, 0.50}, {80000, 0.90}, {400000, 0.99}, {2000000, 1.0}};
+    for (size_t k = 0; k < sizeof points / sizeof points[0]; k++) {
+        size_t at_most = 0;
+        while (at_most < N && v[at_most] <= points[k].us)
+            at_most++;
+        double frac = (double)at_most / N;
+        if (fabs(frac - points[k].rank) > 0.01)
+            CHECK_FAIL_("%.0f us: %.4f of draws at most, want %.2f +- 0.01", points[k].us, frac,
+                        points[k].rank);
+        else
+            check_passed++;
+    }
+    /* The tail beyond p99 holds its 1 %, spread out, not piled on 400 ms or 2 s. */
+    size_t above = 0, at_400 = 0;
+    for (size_t i = 0; i < N; i++) {
+        above += v[i] > 400000;
+        at_400 += v[i] == 400000;
+    }
+    CHECK(above > 800 && above < 1200);
+    CHECK(at_400 < 10);
+
+    /* Between the points: the geometric interpolation, e.g. p70 = sqrt(20 * 80) = 40 ms, where
+     * linear interpolation would give 50 ms; p25 is on the linear segment from 0. */
+    static const struct {
+        double rank, want_us, tolerance, linear_us;
+    } mids[] = {
+        {0.25, 10000, 0.03, 10000},
+        {0.70, 40000, 0.03, 50000},
+        {0.95, 195770, 0.03, 257778},   /* 80 ms * 5^(5/9) */
+        {0.995, 894427, 0.10, 1200000}, /* 400 ms * sqrt(5) */
+    };
+    for (size_t k = 0; k < sizeof mids / sizeof mids[0]; k++) {
+        double got = v[(size_t)(mids[k].rank * N)];
+        if (fabs(got / mids[k].want_us - 1) > mids[k].tolerance)
+            CHECK_FAIL_("quantile %.3f: %.0f us, want %.0f us +- %.0f %% (linear: %.0f us)",
+                        mids[k].rank, got, mids[k].want_us, mids[k].tolerance * 100,
+                        mids[k].linear_us);
+        else
+            check_passed++;
+    }
+}
+
+static void delay_percentile_draws_are_reproducible_per_seed(void)
+{
+    struct delay_spec sp;
+    char err[128];
+    CHECK_INT(delay_spec_parse(&sp, "min=5ms,p50=20ms,p99.9=1s", err, sizeof err), 0);
+    int differ_seed = 0, differ_stream = 0;
+    for (uint64_t i = 0; i < 100; i++) {
+        uint64_t v = delay_spec_draw(&sp, 42, 0, i);
+        CHECK_U64(v, delay_spec_draw(&sp, 42, 0, i));
+        differ_seed += v != delay_spec_draw(&sp, 43, 0, i);
+        differ_stream += v != delay_spec_draw(&sp, 42, 1, i);
+    }
+    CHECK(differ_seed > 90);
+    CHECK(differ_stream > 90);
+}
+
 static void delay_format_ms_trims_fractions(void)
 {
     char buf[32];
@@ -380,6 +615,10 @@ int main(void)
     delay_uniform_with_equal_bounds_always_gives_that_value();
     delay_distributions_pass_kolmogorov_smirnov();
     delay_mix_follows_its_weights();
+    delay_percentiles_refuse_bad_points_with_code_and_reason();
+    delay_percentiles_take_their_ends_from_min_max_or_the_slope();
+    delay_percentiles_land_on_their_ranks();
+    delay_percentile_draws_are_reproducible_per_seed();
     delay_format_ms_trims_fractions();
     return CHECK_DONE();
 }

@@ -326,6 +326,10 @@ static void route_overrides_change_delay_status_and_size(void)
         {"/echo", "x-slowsrv-status: 418", 418, 0, 2, NULL},
         {"/echo?delay=10ms", "X-Slowsrv-Delay: 40ms", 200, 10000, 2, "delay;dur=10"},
         {"/echo?delay=1%30ms", NULL, 200, 10000, 2, "delay;dur=10"},
+        /* Percentiles: the '=' after the first one belongs to the value, encoded or not. */
+        {"/echo?delay=min=30ms,p50=30ms", NULL, 200, 30000, 2, "delay;dur=30"},
+        {"/echo?delay=min%3D25ms%2Cp50%3D25ms", NULL, 200, 25000, 2, "delay;dur=25"},
+        {"/echo", "X-Slowsrv-Delay: min=40ms,p99=40ms", 200, 40000, 2, "delay;dur=40"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *hdrs[] = {cases[i].header, NULL};
@@ -363,6 +367,11 @@ static void route_overrides_out_of_range_get_400_naming_the_parameter(void)
          "250ms or 1.5s)\", \"status\": 400}"},
         {"/echo?delay=normal:70s,1s", NULL,
          "{\"error\": \"delay: 70000 ms is over --max-delay 60000 ms\", \"status\": 400}"},
+        {"/echo?delay=p50=20ms,max=61s", NULL,
+         "{\"error\": \"delay: 61000 ms is over --max-delay 60000 ms\", \"status\": 400}"},
+        {"/echo?delay=p90=1s,p50=2s", NULL,
+         "{\"error\": \"delay: percentiles must increase: p50 after p90 in 'p90=1s,p50=2s'\", "
+         "\"status\": 400}"},
         {"/echo?status=600", NULL,
          "{\"error\": \"status: '600' is not an HTTP status from 200 to 599\", \"status\": 400}"},
         {"/echo?status=", NULL,
