@@ -639,6 +639,22 @@ size_t delay_spec_format(const struct delay_spec *spec, char *buf, size_t len)
             n = m < 0 ? -1 : n + m;
         }
         break;
+    case DELAY_PERCENTILES:
+        /* Every point, min= and max= included: the form parses back to the same spec. */
+        for (size_t i = 0; i < spec->npct && n >= 0 && (size_t)n < len; i++) {
+            const struct delay_pct_point *p = &spec->pct[i];
+            int m;
+            format_duration(p->us, a, sizeof a);
+            if (p->rank == 0)
+                m = snprintf(buf + n, len - (size_t)n, "min=%s", a);
+            else if (p->rank == DELAY_PCT_RANK_MAX)
+                m = snprintf(buf + n, len - (size_t)n, ",max=%s", a);
+            else
+                m = snprintf(buf + n, len - (size_t)n, ",p%.4g=%s",
+                             (double)p->rank * 100.0 / DELAY_PCT_RANK_MAX, a);
+            n = m < 0 ? -1 : n + m;
+        }
+        break;
     }
     if (n < 0)
         return 0;

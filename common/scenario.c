@@ -134,13 +134,15 @@ static int parse_ramp(const cJSON *o, struct ramp *r, char *why, size_t whylen)
         return -EINVAL;
     }
     const struct delay_spec *a = &r->from, *b = &r->to;
-    int same = a->kind == b->kind && a->nmix == b->nmix;
+    int same = a->kind == b->kind && a->nmix == b->nmix && a->npct == b->npct;
     for (size_t i = 0; same && i < a->nmix; i++)
         same = a->mix[i].percent == b->mix[i].percent;
+    for (size_t i = 0; same && i < a->npct; i++)
+        same = a->pct[i].rank == b->pct[i].rank;
     if (!same) {
         snprintf(why, whylen,
                  "to: must be of the same form as from (e.g. 100ms to 2s, or normal:.. to "
-                 "normal:..; mixes with the same weights)");
+                 "normal:..; mixes with the same weights, percentiles with the same ranks)");
         return -EINVAL;
     }
     return 0;
@@ -290,6 +292,8 @@ static struct delay_spec ramp_at(const struct ramp *r, double f)
     s.sigma = a->sigma + (b->sigma - a->sigma) * f;
     for (size_t i = 0; i < a->nmix; i++)
         s.mix[i].us = MIX(a->mix[i].us, b->mix[i].us);
+    for (size_t i = 0; i < a->npct; i++)
+        s.pct[i].us = MIX(a->pct[i].us, b->pct[i].us);
 #undef MIX
     return s;
 }

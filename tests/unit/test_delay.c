@@ -603,8 +603,43 @@ static void delay_drip_parse_reads_chunks_and_duration(void)
     CHECK(strstr(err, "bad duration '1sec'") != NULL);
 }
 
+/* delay_spec_format writes what delay_spec_parse reads back as the same spec (the control API's
+ * GET /routes feeds PUT /routes). */
+static void delay_spec_format_parses_back(void)
+{
+    static const char *const specs[] = {
+        "1s",
+        "0.8ms",
+        "800ms..1200ms",
+        "normal:1s,50ms",
+        "lognormal:200ms,0.25",
+        "10ms:90,1s:9",
+        "p50=20ms,p90=80ms,p99=400ms,max=2s",
+        "min=1ms,p99.9=1.5s",
+    };
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        struct delay_spec a, b;
+        char text[512], err[256];
+        CHECK_INT(delay_spec_parse(&a, specs[i], err, sizeof err), 0);
+        delay_spec_format(&a, text, sizeof text);
+        if (delay_spec_parse(&b, text, err, sizeof err) != 0) {
+            CHECK_FAIL_("'%s' formats as '%s', which does not parse: %s", specs[i], text, err);
+            continue;
+        }
+        CHECK_INT(b.kind, a.kind);
+        for (uint64_t k = 0; k < 200; k++)
+            CHECK_U64(delay_spec_draw(&b, 9, 1, k), delay_spec_draw(&a, 9, 1, k));
+    }
+    struct delay_spec f;
+    char text[64];
+    delay_spec_fixed(&f, 1500);
+    delay_spec_format(&f, text, sizeof text);
+    CHECK_STR(text, "1.5ms");
+}
+
 int main(void)
 {
+    delay_spec_format_parses_back();
     delay_drip_parse_reads_chunks_and_duration();
     delay_duration_parse_accepts_units_and_bare_ms();
     delay_spec_parse_reads_every_form();
