@@ -169,8 +169,12 @@ static int await_startup(struct server *s, const char *bin)
         s->startup[len] = '\0';
         const char *p = strstr(s->startup, " listening on http");
         if (p) {
-            const char *colon = strrchr(p, ':');
-            s->port = (unsigned)strtoul(colon + 1, NULL, 10);
+            /* The port ends the URL (later words may hold other URLs: " control=..."). */
+            char url[300];
+            p += strlen(" listening on ");
+            snprintf(url, sizeof url, "%.*s", (int)strcspn(p, " "), p);
+            const char *colon = strrchr(url, ':');
+            s->port = colon ? (unsigned)strtoul(colon + 1, NULL, 10) : 0;
             return s->port ? 0 : -1;
         }
         fprintf(stderr, "server said: %s\n", s->startup);

@@ -1,0 +1,399 @@
+/*
+ * Cases on changing the target while it runs: the control API (--control), its token, the
+ * config's scenario, per-run counters (POST /reset), and changes under load.
+ */
+#include "itest.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The control API's port, from the startup line (" control=http://127.0.0.1:PORT"). */
+static unsigned control_port(const struct server *s)
+{
+    const char *p = strstr(s->startup, " control=http://");
+    if (!p)
+        return 0;
+    p = strrchr(p, ':');
+    return p ? (unsigned)strtoul(p + 1, NULL, 10) : 0;
+}
+
+/* Sends a request to the control API; returns the status, the parsed body in *json if asked. */
+static long api(unsigned port, const char *method, const char *path, const char *body,
+                const char *auth, cJSON **json)
+{
+    static struct reply r;
+    char h[300];
+    const char *headers[] = {"Content-Type: application/json", auth ? h : NULL, NULL};
+    if (auth)
+        snprintf(h, sizeof h, "Authorization: %s", auth);
+    http_request(port, method, path, body, headers, &r);
+    if (json)
+        *json = cJSON_Parse(r.body);
+    return r.status;
+}
+
+/* The generation and delay an answer names in Server-Timing ("delay;dur=X, gen;desc=N"). */
+static int answer_plan(const struct reply *r, double *dur_ms, unsigned long long *gen)
+{
+    char v[200];
+    if (!reply_header(r, "Server-Timing", v, sizeof v))
+        return -1;
+    return sscanf(v, "delay;dur=%lf, gen;desc=%llu", dur_ms, gen) == 2 ? 0 : -1;
+}
+
+/* The API answers the same requests alike on both binaries: the same statuses and bodies. */
+static void control_api_answers_alike(const struct itest_env *env)
+{
+    static const struct {
+        const char *method, *path, *body;
+        long status;
+        int same_body; /* 0 where the body holds a time */
+    } calls[] = {
+        {"GET", "/routes", NULL, 200, 1},
+        {"GET", "/routes/test", NULL, 200, 1},
+        {"PATCH", "/routes/test", "{\"delay\": \"20ms\", \"status\": 202}", 200, 1},
+        {"PATCH", "/routes/test", "{\"delay\": \"1sec\"}", 400, 1},
+        {"PATCH", "/routes/test", "{\"error-rate\": 2}", 400, 1},
+        {"PATCH", "/routes/test", "{\"colour\": \"red\"}", 400, 1},
+        {"PATCH", "/routes/test", "{nope", 400, 1},
+        {"PATCH", "/routes/nowhere", "{\"status\": 500}", 404, 1},
+        {"PATCH", "/routes/write", "{\"status\": 500}", 409, 1},
+        {"POST", "/routes", "{\"path\": \"/api/orders\", \"delay\": \"p50=5ms,p99=20ms\"}", 200, 1},
+        {"POST", "/routes", "{\"path\": \"/api/orders\"}", 409, 1},
+        {"PATCH", "/routes/api/orders", "{\"error-rate\": 0.5, \"error-status\": 500}", 200, 1},
+        {"GET", "/routes/api/orders", NULL, 200, 1},
+        {"DELETE", "/routes/test", NULL, 409, 1},
+        {"DELETE", "/routes/api/orders", NULL, 200, 1},
+        {"DELETE", "/routes/api/orders", NULL, 404, 1},
+        {"PUT", "/routes", "[{\"path\": \"/a\", \"status\": 201, \"body\": \"A\"}]", 200, 1},
+        {"PUT", "/routes", "[{\"path\": \"/a\"}, {\"path\": \"/a\"}]", 400, 1},
+        {"GET", "/routes", NULL, 200, 1},
+        {"POST", "/reset", NULL, 200, 0},
+        {"GET", "/scenario", NULL, 200, 1},
+        {"POST", "/scenario/start", NULL, 409, 1},
+        {"GET", "/nowhere", NULL, 404, 1},
+        {"DELETE", "/routes", NULL, 405, 1},
+    };
+    struct server a, b;
+    const char *args[] = {"--delay", "0", "--control", "0", "--seed", "3", NULL};
+    if (server_start(&a, env->bin, args, NULL) != 0 ||
+        server_start(&b, env->other_bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "servers did not start");
+        return;
+    }
+    unsigned pa = control_port(&a), pb = control_port(&b);
+    CHECK(pa != 0 && pb != 0);
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+        static struct reply ra, rb;
+        const char *h[] = {"Content-Type: application/json", NULL};
+        http_request(pa, calls[i].method, calls[i].path, calls[i].body, h, &ra);
+        http_request(pb, calls[i].method, calls[i].path, calls[i].body, h, &rb);
+        if (ra.status != calls[i].status || rb.status != calls[i].status)
+            CHECK_FAIL_("%s %s: %ld and %ld, want %ld", calls[i].method, calls[i].path, ra.status,
+                        rb.status, calls[i].status);
+        else
+            check_passed++;
+        if (calls[i].same_body && strcmp(ra.body, rb.body) != 0)
+            CHECK_FAIL_("%s %s: the bodies differ:\n  %.300s\n  %.300s", calls[i].method,
+                        calls[i].path, ra.body, rb.body);
+        char ct[64];
+        CHECK_STR(reply_header(&ra, "Content-Type", ct, sizeof ct), "application/json");
+        CHECK(cJSON_Parse(ra.body) != NULL);
+    }
+    /* The data plane saw the changes, on both: PUT kept the built-in /test as PATCHed. */
+    for (int k = 0; k < 2; k++) {
+        struct reply r;
+        double dur;
+        unsigned long long gen;
+        http_request(k ? b.port : a.port, "GET", "/test", NULL, NULL, &r);
+        /* PUT replaced the config's routes: the built-in /test is as at the start again. */
+        CHECK_INT(r.status, 200);
+        CHECK_INT(answer_plan(&r, &dur, &gen), 0);
+        CHECK_INT(dur, 0);
+        CHECK_INT(gen, 6);
+        http_request(k ? b.port : a.port, "GET", "/a", NULL, NULL, &r);
+        CHECK_INT(r.status, 201);
+        CHECK_STR(r.body, "A");
+        cJSON *j = settled_stats(h1(k ? &b : &a));
+        CHECK_INT(json_number(j, "control.generation"), 6);
+        CHECK_INT(json_number(j, "control.changes"), 5);
+        CHECK_INT(json_number(j, "resets"), 1);
+        cJSON_Delete(j);
+    }
+    /* The main port does not serve the API, nor the API the routes. */
+    struct reply r;
+    http_request(a.port, "GET", "/routes", NULL, NULL, &r);
+    CHECK_INT(r.status, 404);
+    http_request(pa, "GET", "/test", NULL, NULL, &r);
+    CHECK_INT(r.status, 404);
+    stop_expect_clean(&a);
+    stop_expect_clean(&b);
+}
+
+/* With --control-token, a request without the token gets 401 and changes nothing. */
+static void control_token_is_required(const struct itest_env *env)
+{
+    struct server s;
+    const char *file = write_file(env, "token", "s3cret-t0ken\n");
+    const char *args[] = {"--delay", "0", "--control", "0", "--control-token", file, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    unsigned cp = control_port(&s);
+    static struct reply r;
+    const char *none[] = {NULL};
+    http_request(cp, "PATCH", "/routes/test", "{\"status\": 500}", none, &r);
+    CHECK_INT(r.status, 401);
+    char v[128];
+    CHECK_STR(reply_header(&r, "WWW-Authenticate", v, sizeof v),
+              "Bearer realm=\"slowsrv control\"");
+    CHECK_INT(api(cp, "GET", "/routes", NULL, "Bearer wrong", NULL), 401);
+    CHECK_INT(api(cp, "POST", "/reset", NULL, "Bearer s3cret-t0ke", NULL), 401);
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(api(cp, "PATCH", "/routes/test", "{\"status\": 500}", "Bearer s3cret-t0ken", NULL),
+              200);
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_INT(r.status, 500);
+    stop_expect_clean(&s);
+}
+
+/* What one PATCH thread does while the load runs. */
+struct churn {
+    unsigned port;
+    size_t changes;
+    double delay_of[1200]; /* ms, by generation */
+    int done;
+    size_t refused; /* 503: too many generations alive (retried) */
+};
+
+static void *churn_main(void *arg)
+{
+    struct churn *c = arg;
+    static struct reply r;
+    const char *h[] = {"Content-Type: application/json", NULL};
+    for (size_t i = 0; i < c->changes;) {
+        char body[64];
+        int ms = 100 + (int)((i * 37) % 200);
+        snprintf(body, sizeof body, "{\"delay\": \"%dms\"}", ms);
+        http_request(c->port, "PATCH", "/routes/test", body, h, &r);
+        if (r.status == 503) {
+            c->refused++;
+            continue;
+        }
+        cJSON *j = cJSON_Parse(r.body);
+        double gen = json_number(j, "generation");
+        cJSON_Delete(j);
+        if (r.status != 200 || gen < 2 || gen >= 1200) {
+            fprintf(stderr, "  PATCH %zu: %ld %.200s\n", i, r.status, r.body);
+            break;
+        }
+        c->delay_of[(size_t)gen] = ms;
+        i++;
+        usleep(1000); /* spread over the requests' lives */
+    }
+    __atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* 1000 changes of /test while 1000 delayed requests are in flight: every answer carries the
+ * plan of one generation (its delay and its number agree with what that change set), and took
+ * at least that delay; nothing is lost, and every retired generation is freed (ASan). */
+static void changes_under_load_keep_each_plan(const struct itest_env *env)
+{
+    enum { INFLIGHT = 1000, MAXREQ = 6000 };
+    struct server s;
+    /* --log-level warn: a line per change would fill the harness's stderr pipe, unread here. */
+    START(env, &s, "--delay", "200ms", "--control", "0", "--max-connections", "5000", "--log-level",
+          "warn");
+    struct churn *c = calloc(1, sizeof *c);
+    struct reply *replies = calloc(MAXREQ, sizeof *replies);
+    CURL **easies = calloc(MAXREQ, sizeof *easies);
+    double *began = calloc(MAXREQ, sizeof *began);
+    c->port = control_port(&s);
+    c->changes = 1000;
+    c->delay_of[1] = 200;
+    CURLM *m = curl_multi_init();
+    const struct target *t = h1(&s);
+    size_t started = 0, finished = 0;
+    for (; started < INFLIGHT; started++) {
+        easies[started] = http_easy(t, "GET", "/test", &replies[started]);
+        curl_easy_setopt(easies[started], CURLOPT_PRIVATE, (void *)(uintptr_t)started);
+        began[started] = now_seconds();
+        curl_multi_add_handle(m, easies[started]);
+    }
+    pthread_t th;
+    pthread_create(&th, NULL, churn_main, c);
+    int running = 1;
+    double t0 = now_seconds();
+    while ((running || started < MAXREQ) && now_seconds() - t0 < 120) {
+        curl_multi_perform(m, &running);
+        for (CURLMsg *msg; (msg = curl_multi_info_read(m, &(int){0})) != NULL;) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            char *priv;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
+            size_t i = (size_t)(uintptr_t)priv;
+            replies[i].seconds = now_seconds() - began[i];
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &replies[i].status);
+            curl_multi_remove_handle(m, msg->easy_handle);
+            finished++;
+            /* Keep INFLIGHT waiting while the changes go on. */
+            if (!__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) && started < MAXREQ) {
+                easies[started] = http_easy(t, "GET", "/test", &replies[started]);
+                curl_easy_setopt(easies[started], CURLOPT_PRIVATE, (void *)(uintptr_t)started);
+                began[started] = now_seconds();
+                curl_multi_add_handle(m, easies[started]);
+                started++;
+                running = 1;
+            }
+        }
+        if (__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) && !running)
+            break;
+        curl_multi_poll(m, NULL, 0, 20, NULL);
+    }
+    pthread_join(th, NULL);
+    CHECK_INT(finished, started);
+    size_t bad = 0, gens_seen = 0;
+    static unsigned char seen[1200];
+    memset(seen, 0, sizeof seen);
+    for (size_t i = 0; i < started; i++) {
+        double dur;
+        unsigned long long gen;
+        if (replies[i].status != 200 || answer_plan(&replies[i], &dur, &gen) != 0 || gen >= 1200 ||
+            c->delay_of[gen] != dur || replies[i].seconds < dur / 1000 - 0.002) {
+            if (bad++ < 5)
+                CHECK_FAIL_("answer %zu: status %ld, Server-Timing of generation %llu says %.1f "
+                            "ms (that generation set %.1f ms), took %.3f s",
+                            i, replies[i].status, answer_plan(&replies[i], &dur, &gen) ? 0 : gen,
+                            dur, gen < 1200 ? c->delay_of[gen] : -1, replies[i].seconds);
+            continue;
+        }
+        gens_seen += !seen[gen];
+        seen[gen] = 1;
+    }
+    CHECK_INT(bad, 0);
+    /* The answers came from many generations, not one before and one after. */
+    if (gens_seen < 20)
+        CHECK_FAIL_("answers came from %zu generations only", gens_seen);
+    cJSON *j = settled_stats(t);
+    CHECK_INT(json_number(j, "control.changes"), 1000);
+    CHECK_INT(json_number(j, "control.generation"), 1001);
+    CHECK_INT(json_number(j, "in_flight"), 0);
+    CHECK_INT(json_number(j, "routes./test.status.200"), (double)started);
+    cJSON_Delete(j);
+    fprintf(stderr, "  %zu answers from %zu generations over 1000 changes (%zu refused, retried)\n",
+            started, gens_seen, c->refused);
+    for (size_t i = 0; i < started; i++)
+        curl_easy_cleanup(easies[i]);
+    curl_multi_cleanup(m);
+    free(easies);
+    free(replies);
+    free(began);
+    free(c);
+    stop_expect_clean(&s);
+}
+
+/* The config's scenario changes the answers at its offsets; "scenario-start": "api" waits for
+ * POST /scenario/start; /metrics and /stats show the phase. */
+static void scenario_changes_answers_on_time(const struct itest_env *env)
+{
+    const char *cfg = write_file(
+        env, "scenario.json",
+        "{\"delay\": \"10ms\", \"scenario-start\": \"api\", \"scenario\": ["
+        " {\"at\": \"300ms\", \"name\": \"brownout\", \"routes\": {\"/test\": {\"delay\": "
+        "\"60ms\"}}},"
+        " {\"at\": \"600ms\", \"name\": \"errors\", \"routes\": {\"/test\": {\"error-rate\": 1, "
+        "\"error-status\": 502}}},"
+        " {\"at\": \"900ms\", \"name\": \"recovered\", \"restore\": true}]}");
+    struct server s;
+    const char *args[] = {"--config", cfg, "--control", "0", NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    unsigned cp = control_port(&s);
+    struct reply r;
+    double dur;
+    unsigned long long gen;
+    usleep(400000); /* waits for its start: nothing changed */
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_INT(answer_plan(&r, &dur, &gen), 0);
+    CHECK_INT(dur, 10);
+    cJSON *j;
+    CHECK_INT(api(cp, "POST", "/scenario/start", NULL, NULL, &j), 200);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "scenario"), "running")));
+    cJSON_Delete(j);
+    double t0 = now_seconds();
+    while (now_seconds() - t0 < 0.45)
+        usleep(5000);
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(answer_plan(&r, &dur, &gen), 0);
+    CHECK_INT(dur, 60);
+    while (now_seconds() - t0 < 0.75)
+        usleep(5000);
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_INT(r.status, 502);
+    http_request(s.port, "GET", "/metrics", NULL, NULL, &r);
+    CHECK(strstr(r.body, "slowsrv_scenario_phase 1\n") != NULL);
+    while (now_seconds() - t0 < 1.05)
+        usleep(5000);
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(answer_plan(&r, &dur, &gen), 0);
+    CHECK_INT(dur, 10);
+    j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "scenario.phase"), 2);
+    const cJSON *phases = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "scenario"), "phases");
+    double b0 = json_number(cJSON_GetArrayItem(phases, 0), "began_at");
+    double b1 = json_number(cJSON_GetArrayItem(phases, 1), "began_at");
+    CHECK(b0 > 1.7e9 && b1 - b0 > 0.25 && b1 - b0 < 0.35);
+    CHECK_INT(json_number(j, "control.changes"), 3);
+    cJSON_Delete(j);
+    CHECK_INT(api(cp, "POST", "/scenario/stop", NULL, NULL, NULL), 200);
+    char log[8192];
+    server_stop(&s, 5000, log, sizeof log);
+    CHECK(strstr(log, "control: scenario phase 0 (brownout): at 0.300 s: generation 1 -> 2") !=
+          NULL);
+}
+
+/* POST /reset: /stats starts a new run, /metrics stays monotonic and counts the reset. */
+static void reset_starts_a_new_run(const struct itest_env *env)
+{
+    struct server s;
+    START(env, &s, "--delay", "0", "--control", "0");
+    struct reply r;
+    for (int i = 0; i < 4; i++)
+        http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    cJSON *j;
+    CHECK_INT(api(control_port(&s), "POST", "/reset", NULL, NULL, &j), 200);
+    CHECK_INT(json_number(j, "resets"), 1);
+    cJSON_Delete(j);
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "requests"), 1);
+    CHECK_INT(json_number(j, "routes./test.status.200"), 1);
+    CHECK_INT(json_number(j, "routes./test.service_ms.count"), 1);
+    CHECK_INT(json_number(j, "resets"), 1);
+    CHECK(json_number(j, "reset_at") > 1.7e9);
+    cJSON_Delete(j);
+    http_request(s.port, "GET", "/metrics", NULL, NULL, &r);
+    CHECK(strstr(r.body, "slowsrv_requests_total{route=\"/test\",status=\"200\"} 5\n") != NULL);
+    CHECK(strstr(r.body, "slowsrv_resets_total 1\n") != NULL);
+    stop_expect_clean(&s);
+}
+
+static const struct itest_case cases[] = {
+    {"control_api_answers_alike", control_api_answers_alike, ITEST_BOTH, 0},
+    {"control_token_is_required", control_token_is_required, ITEST_PLAIN, 0},
+    {"changes_under_load_keep_each_plan", changes_under_load_keep_each_plan, ITEST_PLAIN, 0},
+    {"scenario_changes_answers_on_time", scenario_changes_answers_on_time, ITEST_PLAIN, 0},
+    {"reset_starts_a_new_run", reset_starts_a_new_run, ITEST_PLAIN, 0},
+};
+
+const struct itest_suite itest_suite_control = {"control", cases, sizeof cases / sizeof cases[0]};
