@@ -14,8 +14,6 @@ extern char **environ;
 
 /* Most loops a server runs, whatever --threads says. */
 #define APP_MAX_LOOPS 1024
-/* The listen backlog of every listening socket. */
-#define APP_LISTEN_BACKLOG 4096
 
 static uint64_t random_seed(void)
 {
@@ -51,7 +49,8 @@ static int serve(const struct app_engine *engine, const struct config *cfg, cons
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    rc = net_open(cfg->bind, cfg->port, *nloops, APP_LISTEN_BACKLOG, inherited, fds, port, err,
+    /* An inherited socket keeps the backlog its service manager gave it (Backlog=). */
+    rc = net_open(cfg->bind, cfg->port, *nloops, (int)cfg->backlog, inherited, fds, port, err,
                   errlen);
     if (rc == 0) {
         struct app_base base = {cfg, lg, svc, *nloops, fds};

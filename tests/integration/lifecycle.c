@@ -478,6 +478,7 @@ enum probe {
     PROBE_LOGGED,    /* after GET /echo, the file named by the value holds its line */
     PROBE_PORT_BUSY, /* a port another server holds: exit 1, the line naming it */
     PROBE_REFUSED,   /* the value without `aux`: exit 2, the line containing `want` */
+    PROBE_BACKLOG,   /* both listening sockets (aux: --threads 2) have the backlog `status` */
 };
 
 /* One option, with a value whose effect a user sees, a value it refuses, and how to tell. A
@@ -559,6 +560,7 @@ static const struct option_case option_cases[] = {
      0,
      "connections.max",
      "10000"},
+    {"backlog", "5", "0", NULL, {"--threads", "2"}, PROBE_BACKLOG, NULL, NULL, 5, 0, NULL, "4096"},
     /* On /write: slowsrv lets a larger body through on / and /echo, slowsrv-h2o refuses it (an
      * open discrepancy, issue 13). */
     {"max-body", "100", "12X", NULL, {NULL}, PROBE_ANSWER, "/write", NULL, 413, 200, NULL, "1G"},
@@ -945,6 +947,16 @@ static void option_probe(const struct option_ctx *x, const struct option_case *c
     case PROBE_LOGGED:
         http_request(s.port, "GET", "/echo?from=option", NULL, NULL, &r);
         break;
+    case PROBE_BACKLOG: {
+        unsigned got[2] = {0};
+        int n = listen_backlogs(s.port, got, 2);
+        if (n != 2 || got[0] != (unsigned)c->status || got[1] != (unsigned)c->status)
+            CHECK_FAIL_("%d listening sockets, backlogs %u, %u (want 2 with %ld)", n, got[0],
+                        got[1], c->status);
+        else
+            check_passed++;
+        break;
+    }
     default:
         break;
     }
