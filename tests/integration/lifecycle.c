@@ -5,6 +5,7 @@
  */
 #include "itest.h"
 
+#include <dirent.h>
 #include <libgen.h>
 #include <poll.h>
 #include <pthread.h>
@@ -246,24 +247,39 @@ static void sigterm_drains_delayed(const struct itest_env *env)
         CHECK_FAIL_("drain took %.2f s for 1 s delays", took);
 }
 
-/* Every example config in config/ passes --check-config, and the realistic one serves. */
+/* Every example config in config/ (each *.json there, the five the README lists among them)
+ * passes --check-config, and the realistic one serves. */
 static void example_configs_check(const struct itest_env *env)
 {
-    static const char *const files[] = {"spring-200-workers.json", "upload-gateway.json",
-                                        "ok-echo.json", "realistic-api.json"};
+    static const char *const files[] = {"spring-200-workers.json", "bounded-queue-503.json",
+                                        "upload-gateway.json", "ok-echo.json",
+                                        "realistic-api.json"};
     const char *dir = getenv("SLOWSRV_EXAMPLES");
     char path[600], out[4096], err[4096], want[700];
+    unsigned listed = 0;
     if (!dir) {
         CHECK_FAIL_("%s", "SLOWSRV_EXAMPLES (the config/ directory) is not set");
         return;
     }
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+    DIR *d = opendir(dir);
+    if (!d) {
+        CHECK_FAIL_("cannot list %s", dir);
+        return;
+    }
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        size_t len = strlen(e->d_name);
+        if (len <= 5 || strcmp(e->d_name + len - 5, ".json") != 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         const char *args[] = {"--check-config", path, NULL};
         CHECK_INT(run_to_exit(env->bin, args, NULL, out, sizeof out, err, sizeof err), 0);
         snprintf(want, sizeof want, "%s: ok\n", path);
         CHECK_STR(out, want);
+        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+            listed += strcmp(e->d_name, files[i]) == 0;
     }
+    closedir(d);
+    CHECK_INT(listed, sizeof files / sizeof files[0]);
     struct server s;
     struct reply r;
     snprintf(path, sizeof path, "%s/realistic-api.json", dir);
