@@ -18,6 +18,7 @@ const struct config config_defaults = {
     .threads = 0,
     .model = CONFIG_MODEL_EPOLL,
     .max_connections = 10000,
+    .backlog = 4096,
     .max_body = 1ULL << 30,
     .max_delay_us = 60ULL * 1000000,
     .seed = 0,
@@ -102,6 +103,10 @@ static const struct opt_def opt_defs[] = {
      "epoll, poll, select or thread-per-connection (epoll); slowsrv-h2o: epoll only"},
     {"max-connections", 0, OPT_COUNT, OFF(max_connections), 1, 10000000, "N",
      "open connections at most; more wait in the backlog (10000; select: at most 1000)"},
+    {"backlog", 0, OPT_COUNT, OFF(backlog), 1, 65535, "N",
+     "listen backlog of each loop's socket: connections the kernel holds unaccepted beyond "
+     "--max-connections, refusing more; at most net.core.somaxconn; a socket from systemd "
+     "keeps its Backlog= (4096)"},
     {"max-body", 0, OPT_BYTES, OFF(max_body), 1, 1ULL << 40, "BYTES",
      "largest request body, with K, M or G suffix (1G)"},
     {"max-delay", 0, OPT_DURATION, OFF(max_delay_us), 0, DELAY_DURATION_MAX_US, "TIME",

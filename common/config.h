@@ -107,6 +107,7 @@ struct config {
     char threads_from[64];      /* what set a default --threads (cpus_describe), "" if given */
     enum config_model model;
     unsigned max_connections;
+    unsigned backlog;           /* listen() backlog of each socket slowsrv opens (not systemd's) */
     uint64_t max_body;          /* bytes */
     uint64_t max_delay_us;      /* ceiling of every delay, configured or requested */
     uint64_t seed;              /* seed of every random draw */

@@ -15,7 +15,8 @@
 #include "core.h"
 
 /* Opens `n` (>= 1) non-blocking TCP listening sockets on host:port with SO_REUSEADDR and, when
- * n > 1, SO_REUSEPORT; `host` is a numeric IPv4/IPv6 address or a name resolved once. Port 0
+ * n > 1, SO_REUSEPORT, each with its own listen `backlog` (which the kernel caps at
+ * net.core.somaxconn); `host` is a numeric IPv4/IPv6 address or a name resolved once. Port 0
  * lets the kernel pick a port for the first socket and the others join it. On success fills
  * fds[0..n) (the caller closes them) and *bound_port, and returns 0. On failure closes whatever
  * it opened, writes e.g. "bind 127.0.0.1:8080: Address already in use" into err and returns a
@@ -28,8 +29,8 @@ int net_listen(const char *host, unsigned port, size_t n, int backlog, int *fds,
  * Returns 0, or a negative errno with err filled if fd is not a listening TCP socket. */
 int net_adopt(int fd, size_t n, int *fds, unsigned *bound_port, char *err, size_t errlen);
 
-/* net_adopt(inherited) when the service manager handed over a socket (inherited >= 0), else
- * net_listen(host, port). */
+/* net_adopt(inherited) when the service manager handed over a socket (inherited >= 0: its
+ * backlog stays the one the manager set, and `backlog` is unused), else net_listen(host, port). */
 int net_open(const char *host, unsigned port, size_t n, int backlog, int inherited, int *fds,
              unsigned *bound_port, char *err, size_t errlen);
 

@@ -1,8 +1,9 @@
 /*
  * pool: a bounded worker pool without threads, for --workers N --queue M. At most N requests
  * are in service at once (from admission to their answer, delay included), up to M more wait in
- * FIFO order, and beyond that a request is rejected. This is what a Tomcat with maxThreads=N and
- * acceptCount=M does, emulated with counters instead of blocked threads.
+ * FIFO order, and beyond that a request is rejected: a thread pool of N with a queue of M,
+ * emulated with counters instead of blocked threads. (Tomcat's executor queue has no bound, so
+ * a large M stands in for it; its acceptCount is the listen backlog, --backlog, not this queue.)
  *
  * One pool serves every loop, under one mutex: requests from any thread enter it, and the
  * thread whose request leaves admits the next one by calling that entry's `admit` callback, with

@@ -16,8 +16,6 @@ extern char **environ;
 
 /* Most loops a server runs, whatever --threads says. */
 #define APP_MAX_LOOPS 1024
-/* The listen backlog of every listening socket. */
-#define APP_LISTEN_BACKLOG 4096
 
 static uint64_t random_seed(void)
 {
@@ -63,7 +61,8 @@ static int serve(const struct app_engine *engine, const struct config *cfg, cons
         return rc;
     }
     svc->scenario = ctl->scenario;
-    rc = net_open(cfg->bind, cfg->port, *nloops, APP_LISTEN_BACKLOG, inherited, fds, port, err,
+    /* An inherited socket keeps the backlog its service manager gave it (Backlog=). */
+    rc = net_open(cfg->bind, cfg->port, *nloops, (int)cfg->backlog, inherited, fds, port, err,
                   errlen);
     /* The control API listens apart, so that load tools and routes never meet it. */
     if (rc == 0 && cfg->control_host[0]) {

@@ -174,6 +174,7 @@ static void check_loaded(const struct config *cfg, const struct config_engine *e
     REQUIRE(cstr_ok(cfg->config_file, sizeof cfg->config_file));
     REQUIRE((unsigned)cfg->model <= CONFIG_MODEL_THREAD_PER_CONNECTION);
     REQUIRE(cfg->max_connections >= 1 && cfg->max_connections <= 10000000);
+    REQUIRE(cfg->backlog >= 1 && cfg->backlog <= 65535);
     if (cfg->model == CONFIG_MODEL_SELECT)
         REQUIRE(cfg->max_connections <= config_select_max_connections());
     REQUIRE(cfg->max_body >= 1 && cfg->max_body <= (1ULL << 40));

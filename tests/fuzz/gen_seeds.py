@@ -67,7 +67,8 @@ CONFIG = {
     "file_empty_object": cfg_file({}),
     "file_all_keys": cfg_file({
         "port": 8081, "bind": "0.0.0.0", "delay": "800ms..1200ms", "threads": 2,
-        "model": "poll", "max-connections": 500, "max-body": "512M", "max-delay": "30s",
+        "model": "poll", "max-connections": 500, "backlog": 100, "max-body": "512M",
+        "max-delay": "30s",
         "seed": 42, "grace": "2s", "idle-timeout": "0", "no-overrides": False,
         "max-size": "1M", "error-rate": 0.01, "error-status": 502, "workers": 4, "queue": 8,
         "overflow": "reset", "log-level": "debug", "access-log": "-", "spool-dir": "/var/tmp",

@@ -1,7 +1,7 @@
 /*
  * Cases on when answers come: a delay alone and in a crowd (in every thread model), across
  * libmicrohttpd daemons, waits that clients abandon, seeded delays and error rates, and the
- * worker pool's waves and refusals.
+ * worker pool's waves and refusals, and the two 200-worker example configs under 400 clients.
  */
 #include "itest.h"
 
@@ -515,6 +515,95 @@ static void workers_stats_add_up_every_pool(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
+/* What 400 concurrent clients saw of one 200-worker example config run at a quarter of its
+ * delay: answers by status, 200s by the wave of the delay they came in, and the wall time. */
+struct crowd {
+    unsigned ok;          /* 200 with the body "ok" */
+    unsigned refused;     /* 503 */
+    unsigned refused_now; /* of them, answered before one delay had passed */
+    unsigned waves[3];    /* 200s in [0, D), [D, 2D), [2D, 2D + BATCH_SLACK] */
+    unsigned late;        /* 200s after that, or any other answer */
+    double wall, rejected;
+};
+
+#define CROWD 400
+#define CROWD_DELAY 0.25
+
+static int crowd_run(const struct itest_env *env, const char *file, struct crowd *c)
+{
+    static long status[CROWD];
+    static double secs[CROWD];
+    static int ok[CROWD];
+    struct server s;
+    char path[600];
+    const char *dir = getenv("SLOWSRV_EXAMPLES");
+    memset(c, 0, sizeof *c);
+    if (!dir) {
+        CHECK_FAIL_("%s", "SLOWSRV_EXAMPLES (the config/ directory) is not set");
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    const char *args[] = {"--config", path, "--delay", "250ms", NULL}; /* CROWD_DELAY */
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s: server did not start", file);
+        return -1;
+    }
+    c->wall = http_concurrent(s.port, "/test", CROWD, status, secs, ok, "ok");
+    for (size_t i = 0; i < CROWD; i++) {
+        if (status[i] == 200 && ok[i] && secs[i] <= 2 * CROWD_DELAY + BATCH_SLACK) {
+            c->ok++;
+            c->waves[secs[i] < CROWD_DELAY ? 0 : secs[i] < 2 * CROWD_DELAY ? 1 : 2]++;
+        } else if (status[i] == 503) {
+            c->refused++;
+            c->refused_now += secs[i] < CROWD_DELAY;
+        } else {
+            c->late++;
+        }
+    }
+    qsort(secs, CROWD, sizeof secs[0], cmp_double);
+    cJSON *j = settled_stats(h1(&s));
+    c->rejected = json_number(j, "workers.rejected");
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+    fprintf(stderr,
+            "%s: %u x 200 (%u, %u, %u in waves 0, 1, 2), %u x 503 (%u at once), %u other or "
+            "late; %.0f answers/s (%.3f s); latency %.3f .. %.3f s\n",
+            file, c->ok, c->waves[0], c->waves[1], c->waves[2], c->refused, c->refused_now, c->late,
+            CROWD / c->wall, c->wall, secs[0], secs[CROWD - 1]);
+    return 0;
+}
+
+/* The two 200-worker examples under 400 concurrent clients (issue 17), at --delay 250ms. Tomcat,
+ * which spring-200-workers.json reproduces, queues every request of a connection it accepted
+ * (its executor's queue is unbounded; accept-count is the listen backlog): all 400 are answered
+ * 200, 200 after one delay and 200 after two, none refused. bounded-queue-503.json (queue 100,
+ * 503 beyond) serves the same first 200, the 100 it queued a delay later, and refuses the last
+ * 100 at once. Both serve 200 requests per delay. */
+static void
+spring_config_queues_all_bounded_config_refuses_the_overflow(const struct itest_env *env)
+{
+    struct crowd spring, bounded;
+    if (crowd_run(env, "spring-200-workers.json", &spring) != 0 ||
+        crowd_run(env, "bounded-queue-503.json", &bounded) != 0)
+        return;
+    CHECK_INT(spring.ok, 400);
+    CHECK_INT(spring.refused, 0);
+    CHECK_INT(spring.waves[0], 0);
+    CHECK_INT(spring.waves[1], 200);
+    CHECK_INT(spring.waves[2], 200);
+    CHECK_INT(spring.late, 0);
+    CHECK_INT(spring.rejected, 0);
+
+    CHECK_INT(bounded.ok, 300);
+    CHECK_INT(bounded.refused, 100);
+    CHECK_INT(bounded.refused_now, 100);
+    CHECK_INT(bounded.waves[0], 0);
+    CHECK_INT(bounded.waves[1], 200);
+    CHECK_INT(bounded.waves[2], 100);
+    CHECK_INT(bounded.late, 0);
+    CHECK_INT(bounded.rejected, 100);
+}
+
 /* Without --threads, a server runs as many loops as it may use CPUs (issue 16): pinned to one CPU
  * (taskset -c 0, systemd's CPUAffinity=, a cpuset), one loop, and the startup line says what set
  * it. The mask is this test's own, which the server it forks inherits, as from taskset. A cgroup
@@ -604,6 +693,8 @@ static const struct itest_case cases[] = {
      0},
     {"overflow_answer_is_exact", overflow_answer_is_exact, ITEST_PLAIN, 0},
     {"workers_stats_add_up_every_pool", workers_stats_add_up_every_pool, ITEST_PLAIN, 0},
+    {"spring_config_queues_all_bounded_config_refuses_the_overflow",
+     spring_config_queues_all_bounded_config_refuses_the_overflow, ITEST_PLAIN, 0},
     {"threads_apply_to_event_loops_only", threads_apply_to_event_loops_only, ITEST_PLAIN, 0},
     {"default_threads_follow_the_affinity_mask", default_threads_follow_the_affinity_mask,
      ITEST_PLAIN, 0},

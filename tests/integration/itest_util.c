@@ -5,7 +5,11 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -242,6 +246,63 @@ long proc_status_kb(pid_t pid, const char *field)
             kb = strtol(line + strlen(field) + 1, NULL, 10);
     fclose(f);
     return kb;
+}
+
+int listen_backlogs(unsigned port, unsigned *out, size_t max)
+{
+    struct {
+        struct nlmsghdr nh;
+        struct inet_diag_req_v2 req;
+    } msg;
+    struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+    long buf[4096]; /* aligned for the headers */
+    int n = 0, done = 0;
+    memset(&msg, 0, sizeof msg);
+    msg.nh.nlmsg_len = sizeof msg;
+    msg.nh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    msg.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    msg.req.sdiag_family = AF_INET;
+    msg.req.sdiag_protocol = IPPROTO_TCP;
+    msg.req.idiag_states = 1u << TCP_LISTEN;
+    int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (fd < 0)
+        return -1;
+    if (sendto(fd, &msg, sizeof msg, 0, (struct sockaddr *)&kernel, sizeof kernel) !=
+        (ssize_t)sizeof msg) {
+        close(fd);
+        return -1;
+    }
+    while (!done) {
+        ssize_t got = recv(fd, buf, sizeof buf, 0);
+        if (got <= 0) {
+            n = -1;
+            break;
+        }
+        const char *p = (const char *)buf;
+        size_t left = (size_t)got;
+        while (!done && left >= sizeof(struct nlmsghdr)) {
+            const struct nlmsghdr *h = (const void *)p;
+            if (h->nlmsg_len < sizeof *h || h->nlmsg_len > left || h->nlmsg_type == NLMSG_ERROR) {
+                n = -1;
+                done = 1;
+            } else if (h->nlmsg_type == NLMSG_DONE) {
+                done = 1;
+            } else {
+                const struct inet_diag_msg *m = NLMSG_DATA(h);
+                /* For a listening socket the "send queue" is its backlog (sk_max_ack_backlog). */
+                if (ntohs(m->id.idiag_sport) == port) {
+                    if ((size_t)n < max)
+                        out[n] = m->idiag_wqueue;
+                    n++;
+                }
+                size_t step = NLMSG_ALIGN(h->nlmsg_len);
+                left = step < left ? left - step : 0;
+                p += step;
+            }
+        }
+    }
+    close(fd);
+    return n;
 }
 
 int raw_connect(unsigned port)

@@ -5,6 +5,7 @@
  */
 #include "itest.h"
 
+#include <dirent.h>
 #include <libgen.h>
 #include <poll.h>
 #include <pthread.h>
@@ -246,24 +247,39 @@ static void sigterm_drains_delayed(const struct itest_env *env)
         CHECK_FAIL_("drain took %.2f s for 1 s delays", took);
 }
 
-/* Every example config in config/ passes --check-config, and the realistic one serves. */
+/* Every example config in config/ (each *.json there, the five the README lists among them)
+ * passes --check-config, and the realistic one serves. */
 static void example_configs_check(const struct itest_env *env)
 {
-    static const char *const files[] = {"spring-200-workers.json", "upload-gateway.json",
-                                        "ok-echo.json", "realistic-api.json"};
+    static const char *const files[] = {"spring-200-workers.json", "bounded-queue-503.json",
+                                        "upload-gateway.json", "ok-echo.json",
+                                        "realistic-api.json"};
     const char *dir = getenv("SLOWSRV_EXAMPLES");
     char path[600], out[4096], err[4096], want[700];
+    unsigned listed = 0;
     if (!dir) {
         CHECK_FAIL_("%s", "SLOWSRV_EXAMPLES (the config/ directory) is not set");
         return;
     }
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+    DIR *d = opendir(dir);
+    if (!d) {
+        CHECK_FAIL_("cannot list %s", dir);
+        return;
+    }
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        size_t len = strlen(e->d_name);
+        if (len <= 5 || strcmp(e->d_name + len - 5, ".json") != 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         const char *args[] = {"--check-config", path, NULL};
         CHECK_INT(run_to_exit(env->bin, args, NULL, out, sizeof out, err, sizeof err), 0);
         snprintf(want, sizeof want, "%s: ok\n", path);
         CHECK_STR(out, want);
+        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+            listed += strcmp(e->d_name, files[i]) == 0;
     }
+    closedir(d);
+    CHECK_INT(listed, sizeof files / sizeof files[0]);
     struct server s;
     struct reply r;
     snprintf(path, sizeof path, "%s/realistic-api.json", dir);
@@ -478,6 +494,7 @@ enum probe {
     PROBE_LOGGED,    /* after GET /echo, the file named by the value holds its line */
     PROBE_PORT_BUSY, /* a port another server holds: exit 1, the line naming it */
     PROBE_REFUSED,   /* the value without `aux`: exit 2, the line containing `want` */
+    PROBE_BACKLOG,   /* both listening sockets (aux: --threads 2) have the backlog `status` */
 };
 
 /* One option, with a value whose effect a user sees, a value it refuses, and how to tell. A
@@ -559,6 +576,7 @@ static const struct option_case option_cases[] = {
      0,
      "connections.max",
      "10000"},
+    {"backlog", "5", "0", NULL, {"--threads", "2"}, PROBE_BACKLOG, NULL, NULL, 5, 0, NULL, "4096"},
     /* On /write: slowsrv lets a larger body through on / and /echo, slowsrv-h2o refuses it (an
      * open discrepancy, issue 13). */
     {"max-body", "100", "12X", NULL, {NULL}, PROBE_ANSWER, "/write", NULL, 413, 200, NULL, "1G"},
@@ -972,6 +990,16 @@ static void option_probe(const struct option_ctx *x, const struct option_case *c
     case PROBE_LOGGED:
         http_request(s.port, "GET", "/echo?from=option", NULL, NULL, &r);
         break;
+    case PROBE_BACKLOG: {
+        unsigned got[2] = {0};
+        int n = listen_backlogs(s.port, got, 2);
+        if (n != 2 || got[0] != (unsigned)c->status || got[1] != (unsigned)c->status)
+            CHECK_FAIL_("%d listening sockets, backlogs %u, %u (want 2 with %ld)", n, got[0],
+                        got[1], c->status);
+        else
+            check_passed++;
+        break;
+    }
     default:
         break;
     }

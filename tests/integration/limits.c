@@ -1,6 +1,6 @@
 /*
  * Cases on the limits a connection meets: requests per connection, the sizes of the request
- * line and headers, the idle timeout, and the addresses --bind listens on.
+ * line and headers, the idle timeout, the addresses --bind listens on and the listen backlog.
  */
 #include "itest.h"
 
@@ -376,12 +376,58 @@ static void bind_addresses(const struct itest_env *env)
     close(holder);
 }
 
+/* The backlogs of s's listening sockets: checks there are `nsockets` and each is `want`. */
+static void expect_backlogs(const struct server *s, int nsockets, unsigned want, const char *what)
+{
+    unsigned got[8] = {0};
+    int n = listen_backlogs(s->port, got, 8);
+    int good = n == nsockets;
+    for (int i = 0; good && i < n; i++)
+        good = got[i] == want;
+    if (!good)
+        CHECK_FAIL_("%s: %d listening sockets with backlog %u, %u; want %d with %u", what, n,
+                    got[0], got[1], nsockets, want);
+    else
+        check_passed++;
+}
+
+/* --backlog reaches listen() on each loop's socket (what `ss -ltn` shows as Send-Q): 4096 by
+ * default, capped by net.core.somaxconn; a socket from systemd keeps its own. */
+static void backlog_sets_each_listening_socket(const struct itest_env *env)
+{
+    struct server s;
+    char buf[32];
+    unsigned somaxconn = 4096;
+    if (read_text("/proc/sys/net/core/somaxconn", buf, sizeof buf) > 0)
+        somaxconn = (unsigned)strtoul(buf, NULL, 10);
+    START(env, &s, "--threads", "2", "--delay", "0");
+    expect_backlogs(&s, 2, somaxconn < 4096 ? somaxconn : 4096, "default");
+    stop_expect_clean(&s);
+    START(env, &s, "--threads", "2", "--backlog", "5", "--delay", "0");
+    expect_backlogs(&s, 2, 5, "--backlog 5");
+    stop_expect_clean(&s);
+    START(env, &s, "--threads", "1", "--backlog", "65535", "--delay", "0");
+    expect_backlogs(&s, 1, somaxconn < 65535 ? somaxconn : 65535, "--backlog 65535");
+    stop_expect_clean(&s);
+    /* Socket activation: the socket keeps the backlog it was made with (the harness's 128,
+     * systemd's Backlog=), shared by the loops. */
+    const char *args[] = {"--threads", "2", "--backlog", "5", "--delay", "0", NULL};
+    if (server_start_activated(&s, env->bin, args) != 0) {
+        CHECK_FAIL_("%s", "server did not start with a socket handed over");
+        return;
+    }
+    expect_backlogs(&s, 1, 128, "socket activation");
+    answers_within(s.port, "/echo", "OK", 0, LONE_SLACK);
+    stop_expect_clean(&s);
+}
+
 static const struct itest_case cases[] = {
     {"max_requests_caps_pipelining", max_requests_caps_pipelining, ITEST_PLAIN, 0},
     {"request_limits_follow_options", request_limits_follow_options, ITEST_PLAIN, 0},
     {"request_limits_lowered", request_limits_lowered, ITEST_PLAIN, 0},
     {"idle_timeout_closes_idle_connections", idle_timeout_closes_idle_connections, ITEST_PLAIN, 0},
     {"bind_addresses", bind_addresses, ITEST_PLAIN, 0},
+    {"backlog_sets_each_listening_socket", backlog_sets_each_listening_socket, ITEST_PLAIN, 0},
     {"max_size_default_is_16_mib", max_size_default_is_16_mib, ITEST_PLAIN, 0},
     {"header_timeout_restarts_per_request", header_timeout_restarts_per_request, ITEST_PLAIN, 0},
 };

@@ -30,6 +30,7 @@ static void config_defaults_match_the_contract(void)
     CHECK_U64(cfg.delay.a_us, 1000000);
     CHECK_INT(cfg.model, CONFIG_MODEL_EPOLL);
     CHECK_INT(cfg.max_connections, 10000);
+    CHECK_INT(cfg.backlog, 4096);
     CHECK_U64(cfg.max_body, 1ULL << 30);
     CHECK_U64(cfg.max_delay_us, 60000000);
     CHECK_U64(cfg.grace_us, 5000000);
@@ -59,6 +60,8 @@ static void config_flags_set_every_option(void)
                           "poll",
                           "--max-connections",
                           "500",
+                          "--backlog",
+                          "100",
                           "--max-body",
                           "512M",
                           "--max-delay",
@@ -78,6 +81,7 @@ static void config_flags_set_every_option(void)
     CHECK_INT(cfg.threads, 3);
     CHECK_INT(cfg.model, CONFIG_MODEL_POLL);
     CHECK_INT(cfg.max_connections, 500);
+    CHECK_INT(cfg.backlog, 100);
     CHECK_U64(cfg.max_body, 512ULL << 20);
     CHECK_U64(cfg.max_delay_us, 120000000);
     CHECK_U64(cfg.seed, 7);
@@ -126,6 +130,8 @@ static void config_refusals_name_the_source_and_key(void)
         {{"--max-request-line", "2M"}, {NULL}, "--max-request-line: '2M' is not a size from 256 "},
         {{"--header-timeout", "2h"}, {NULL}, "--header-timeout: "},
         {{"--max-requests", "-3"}, {NULL}, "--max-requests: '-3' is not a whole number from 0"},
+        {{"--backlog", "0"}, {NULL}, "--backlog: '0' is not a whole number from 1 to 65535"},
+        {{NULL}, {"SLOWSRV_BACKLOG=65536"}, "SLOWSRV_BACKLOG: '65536' is not a whole number"},
         {{NULL},
          {"SLOWSRV_HEADER_TIMEOUT=soon"},
          "SLOWSRV_HEADER_TIMEOUT: 'soon' is not a duration"},
