@@ -388,7 +388,35 @@ static void reset_starts_a_new_run(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
+/* A scenario that would not run is a config error found before the start: exit 2, one line
+ * naming the phase and key, for --check-config and a start alike. */
+static void bad_scenarios_are_config_errors(const struct itest_env *env)
+{
+    static const struct {
+        const char *json, *says;
+    } cases[] = {
+        {"{\"scenario\": [{\"at\": \"1s\", \"routes\": {\"/test\": {\"delay\": \"9h\"}}}]}",
+         "scenario[0].routes./test.delay: up to 32400000 ms is over --max-delay 60000 ms"},
+        {"{\"scenario\": [{\"at\": \"1s\", \"routes\": {\"/nope\": {}}}]}",
+         "scenario[0].routes./nope: no such route"},
+        {"{\"scenario\": {\"at\": 1}}", "scenario: must be an array of phases"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *file = write_file(env, "bad.json", cases[i].json);
+        char out[1024], err[1024];
+        const char *check[] = {"--check-config", file, NULL};
+        const char *run[] = {"--config", file, "--port", "0", NULL};
+        for (int k = 0; k < 2; k++) {
+            CHECK_INT(
+                run_to_exit(env->bin, k ? run : check, NULL, out, sizeof out, err, sizeof err), 2);
+            if (!strstr(err, cases[i].says) || strchr(err, '\n') != err + strlen(err) - 1)
+                CHECK_FAIL_("stderr '%.300s' is not one line with '%s'", err, cases[i].says);
+        }
+    }
+}
+
 static const struct itest_case cases[] = {
+    {"bad_scenarios_are_config_errors", bad_scenarios_are_config_errors, ITEST_PLAIN, 0},
     {"control_api_answers_alike", control_api_answers_alike, ITEST_BOTH, 0},
     {"control_token_is_required", control_token_is_required, ITEST_PLAIN, 0},
     {"changes_under_load_keep_each_plan", changes_under_load_keep_each_plan, ITEST_PLAIN, 0},

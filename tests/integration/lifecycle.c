@@ -251,9 +251,10 @@ static void sigterm_drains_delayed(const struct itest_env *env)
  * passes --check-config, and the realistic one serves. */
 static void example_configs_check(const struct itest_env *env)
 {
-    static const char *const files[] = {"spring-200-workers.json", "bounded-queue-503.json",
-                                        "upload-gateway.json", "ok-echo.json",
-                                        "realistic-api.json"};
+    static const char *const files[] = {"spring-200-workers.json",  "bounded-queue-503.json",
+                                        "upload-gateway.json",      "ok-echo.json",
+                                        "realistic-api.json",       "scenario-brownout.json",
+                                        "scenario-error-burst.json"};
     const char *dir = getenv("SLOWSRV_EXAMPLES");
     char path[600], out[4096], err[4096], want[700];
     unsigned listed = 0;
