@@ -102,10 +102,10 @@ cJSON *control_route_json(const struct route *r)
                                                        : "static");
     cJSON_AddBoolToObject(o, "editable", route_editable(r));
     cJSON_AddNumberToObject(o, "status", r->status);
-    if (r->kind == ROUTE_STATIC) {
+    if (r->kind == ROUTE_STATIC)
         cJSON_AddNumberToObject(o, "body_size", (double)r->body_len);
+    if (route_editable(r))
         cJSON_AddStringToObject(o, "body", r->body ? r->body : "");
-    }
     if (r->delayed) {
         delay_spec_format(&r->delay, buf, sizeof buf);
         cJSON_AddStringToObject(o, "delay", buf);
@@ -127,7 +127,7 @@ cJSON *control_route_json(const struct route *r)
         cJSON_AddNumberToObject(o, "error-rate", r->error_rate);
         cJSON_AddNumberToObject(o, "error-status", r->error_status);
     }
-    if (r->nheaders || strcmp(r->content_type, "text/plain") != 0) {
+    if (route_editable(r) && (r->nheaders || strcmp(r->content_type, "text/plain") != 0)) {
         cJSON *h = cJSON_AddObjectToObject(o, "headers");
         for (size_t i = 0; h && i < r->nheaders; i++)
             cJSON_AddStringToObject(h, r->headers[i].name, r->headers[i].value);
@@ -213,11 +213,12 @@ static void field_error(struct control_answer *a, const char *why)
     answer_json(a, 400, o);
 }
 
+static void add_header(struct control_answer *a, const char *name, const char *value);
+
 static void not_allowed(struct control_answer *a, const char *allow)
 {
     control_error(a, 405, "method not allowed");
-    a->headers[a->nheaders].name = (char *)(uintptr_t) "Allow";
-    a->headers[a->nheaders++].value = (char *)(uintptr_t)allow;
+    add_header(a, "Allow", allow);
 }
 
 /* Compares the whole of a and b in time that depends only on their lengths. */
@@ -273,6 +274,50 @@ static int route_path_of(const char *p, size_t n, char *out, size_t len)
     }
     out[o] = '\0';
     return 0;
+}
+
+static void add_header(struct control_answer *a, const char *name, const char *value)
+{
+    if (a->nheaders < sizeof a->headers / sizeof a->headers[0]) {
+        a->headers[a->nheaders].name = (char *)(uintptr_t)name;
+        a->headers[a->nheaders++].value = (char *)(uintptr_t)value;
+    }
+}
+
+static int is_loopback(const char *host)
+{
+    return strcmp(host, "127.0.0.1") == 0 || strcmp(host, "::1") == 0 ||
+           strcmp(host, "localhost") == 0;
+}
+
+/* 1 if `origin` is the /ui page's: its scheme, a host the main port is reached by, the port. */
+static int origin_allowed(const struct control *c, const char *origin, size_t len)
+{
+    const char *scheme = c->cfg->tls_cert[0] ? "https://" : "http://";
+    size_t sl = strlen(scheme);
+    char port[16], host[CONFIG_HOST_LEN + 2];
+    snprintf(port, sizeof port, ":%u", c->svc->main_port);
+    size_t pl = strlen(port);
+    if (len <= sl + pl || strncmp(origin, scheme, sl) != 0 ||
+        memcmp(origin + len - pl, port, pl) != 0)
+        return 0;
+    size_t hl = len - sl - pl;
+    if (hl == 0 || hl >= sizeof host)
+        return 0;
+    memcpy(host, origin + sl, hl);
+    host[hl] = '\0';
+    if (host[0] == '[' && host[hl - 1] == ']') { /* [::1] */
+        memmove(host, host + 1, hl - 2);
+        host[hl - 2] = '\0';
+    }
+    if (strpbrk(host, "/@?#[] "))
+        return 0;
+    const char *bind = c->cfg->bind;
+    if (strcmp(bind, "0.0.0.0") == 0 || strcmp(bind, "::") == 0)
+        return 1; /* any name of this host: the page came from wherever it was reached */
+    if (strcmp(host, bind) == 0)
+        return 1;
+    return is_loopback(bind) && is_loopback(host);
 }
 
 static cJSON *routes_json(const struct route_table *t)
@@ -547,13 +592,33 @@ void control_handle(struct control *c, const struct control_request *rq, struct 
     memcpy(path, rq->target, plen);
     path[plen] = '\0';
 
+    /* A browser's page: only /ui's own origin, which the preflight lets send the token. */
+    if (rq->origin) {
+        if (!origin_allowed(c, rq->origin, rq->origin_len)) {
+            control_error(out, 403,
+                          "origin not allowed: only the /ui page of this server may call the "
+                          "control API from a browser");
+            return;
+        }
+        size_t n =
+            rq->origin_len < sizeof out->origin - 1 ? rq->origin_len : sizeof out->origin - 1;
+        memcpy(out->origin, rq->origin, n);
+        out->origin[n] = '\0';
+        add_header(out, "Access-Control-Allow-Origin", out->origin);
+        add_header(out, "Vary", "Origin");
+        if (strcmp(rq->method, "OPTIONS") == 0) {
+            out->status = 204;
+            add_header(out, "Access-Control-Allow-Methods", "GET, HEAD, PATCH, POST, PUT, DELETE");
+            add_header(out, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+            add_header(out, "Access-Control-Max-Age", "600");
+            return;
+        }
+    }
     if (!authorized(c, rq)) {
         control_error(out, 401,
                       "missing or wrong token: send Authorization: Bearer <the --control-token "
                       "file's token>");
-        out->headers[out->nheaders].name = (char *)(uintptr_t) "WWW-Authenticate";
-        out->headers[out->nheaders++].value =
-            (char *)(uintptr_t) "Bearer realm=\"slowsrv control\"";
+        add_header(out, "WWW-Authenticate", "Bearer realm=\"slowsrv control\"");
         return;
     }
     cJSON *body = NULL;

@@ -20,6 +20,11 @@
  *   POST   /scenario/start    start (or restart) it from its first phase
  *   POST   /scenario/stop     stop it where it stands
  *
+ * CORS: the /ui page (on the main port) may call the API from a browser; a request whose Origin
+ * is that page's (scheme, the bind address or, for a loopback or wildcard bind, any name of it,
+ * and the main port) is answered with Access-Control-Allow-Origin, an OPTIONS preflight with
+ * 204; any other Origin gets 403. Requests without Origin (curl, scripts) are not concerned.
+ *
  * A value is checked exactly as in the config file; a bad one gets 400 naming the key, and
  * nothing changes. Every change is logged in one line (who, what, before, after).
  */
@@ -56,16 +61,19 @@ struct control_request {
     const char *authorization; /* the Authorization header's value, NULL if none */
     size_t authorization_len;
     const char *who; /* the client's address, for the log line */
+    const char *origin; /* the Origin header's value (a browser's page), NULL if none */
+    size_t origin_len;
 };
 
-/* What to answer: status, JSON body (malloc'd, the engine frees it with control_answer_free)
- * and up to two more headers (Allow, WWW-Authenticate). */
+/* What to answer: status, JSON body (malloc'd, the engine frees it with control_answer_free;
+ * none for 204) and the headers to add (Allow, WWW-Authenticate, the CORS ones). */
 struct control_answer {
     unsigned status;
     char *body;
     size_t body_len;
-    struct config_header headers[2];
+    struct config_header headers[6];
     size_t nheaders;
+    char origin[256]; /* storage for Access-Control-Allow-Origin */
 };
 
 /* Sets up control over svc (which must outlive c): the scenario of cfg, if any, is built and

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "timer.h"
+#include "ui.h"
 
 static const char ct_text[] = "text/plain";
 static const char ct_json[] = "application/json";
@@ -115,6 +116,47 @@ static void add_configured(struct route_table *t, const struct config_route *c)
     r->headers = r->own_headers;
 }
 
+/* The Content-Security-Policy of /ui without the control API: its own origin only. */
+static const char ui_csp[] = "default-src 'none'; script-src 'self'; style-src 'self'; "
+                             "img-src 'self' data:; connect-src 'self'; base-uri 'none'; "
+                             "form-action 'none'; frame-ancestors 'none'";
+
+/* A file of the /ui page: a fixed answer, never delayed or counted, with the headers that keep
+ * a browser from guessing its type or caching an old version. */
+static void add_ui(struct route_table *t, const char *path, const char *body, size_t len,
+                   const char *content_type)
+{
+    struct route *r = add(t, path, "GET", ROUTE_STATIC, body, NULL);
+    r->counted = 0;
+    r->body_len = len;
+    r->content_type = content_type;
+    static const char *const fixed[][2] = {{"X-Content-Type-Options", "nosniff"},
+                                           {"Cache-Control", "no-cache"},
+                                           {"Referrer-Policy", "no-referrer"}};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+        r->own_headers[r->nheaders].name = (char *)(uintptr_t)fixed[i][0];
+        r->own_headers[r->nheaders++].value = (char *)(uintptr_t)fixed[i][1];
+    }
+    r->headers = r->own_headers;
+}
+
+void route_table_set_csp(struct route_table *t, const char *csp)
+{
+    long i = route_find(t, "/ui");
+    if (i < 0 || t->routes[i].body != (const char *)ui_index_html)
+        return; /* a config route took the path */
+    struct route *r = &t->routes[i];
+    size_t h = 0;
+    while (h < r->nheaders && strcmp(r->own_headers[h].name, "Content-Security-Policy") != 0)
+        h++;
+    if (h == CONFIG_ROUTE_HEADERS)
+        return;
+    r->own_headers[h].name = (char *)(uintptr_t) "Content-Security-Policy";
+    r->own_headers[h].value = (char *)(uintptr_t)(csp ? csp : ui_csp);
+    if (h == r->nheaders)
+        r->nheaders++;
+}
+
 static void init_with(struct route_table *t, const struct config *cfg,
                       const struct config_route *routes, size_t n, uint64_t generation)
 {
@@ -148,6 +190,12 @@ static void init_with(struct route_table *t, const struct config *cfg,
     struct route *m = add(t, "/metrics", "GET", ROUTE_METRICS, NULL, NULL);
     m->counted = 0;
     m->content_type = "text/plain; version=0.0.4";
+    add_ui(t, "/ui", (const char *)ui_index_html, ui_index_html_len, "text/html; charset=utf-8");
+    add_ui(t, "/ui/app.js", (const char *)ui_app_js, ui_app_js_len,
+           "text/javascript; charset=utf-8");
+    add_ui(t, "/ui/style.css", (const char *)ui_style_css, ui_style_css_len,
+           "text/css; charset=utf-8");
+    route_table_set_csp(t, NULL);
     for (size_t i = 0; i < n; i++)
         add_configured(t, &routes[i]);
     t->other_slot = t->count;

@@ -176,6 +176,10 @@ void route_table_init(struct route_table *t, const struct config *cfg);
 int route_table_init_routes(struct route_table *t, const struct config *cfg,
                             const struct config_route *routes, size_t n, uint64_t generation);
 
+/* Sets the Content-Security-Policy of the /ui page (csp must outlive t; NULL: its own origin
+ * only). */
+void route_table_set_csp(struct route_table *t, const char *csp);
+
 /* Describes route r as a config route would (its strings are r's, borrowed). */
 void route_describe(const struct route *r, struct config_route *out);
 

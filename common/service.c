@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 #include <stdint.h>
 
+#include "control.h"
 #include "scenario.h"
 #include "timer.h"
 
@@ -48,6 +49,8 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
     atomic_init(&s->live, 0);
     atomic_init(&s->changes, 0);
     s->scenario = NULL;
+    s->main_port = 0;
+    s->control_url[0] = '\0';
     s->users = NULL;
     for (size_t i = 0; i < SERVICE_GENERATIONS; i++)
         s->tables[i] = NULL;
@@ -67,6 +70,7 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
     atomic_init(&s->limit_since, 0);
     atomic_init(&s->stopping, 0);
     route_table_init(&s->routes, cfg);
+    service_set_endpoints(s, 0, NULL);
     s->routes.holder = 0;
     s->tables[0] = &s->routes;
     for (size_t i = 0; i < SERVICE_SLOTS; i++)
@@ -262,6 +266,7 @@ long long service_publish(struct service *s, const struct config_route *routes, 
         return -ENOMEM;
     }
     t->holder = h;
+    route_table_set_csp(t, s->ui_csp);
     t->seq = s->seq;
     t->filler = &s->routes.own_filler;
     t->other_slot = s->routes.other_slot;
@@ -351,18 +356,69 @@ struct stats_shard *service_shard(struct service *s, size_t i)
     return stats_shard(s->stats, i);
 }
 
-/* What /stats shows of the live table and the scenario. */
+struct report_ctx {
+    struct service *s;
+    const struct route_table *t;
+};
+
+/* What /stats shows of the live table, the scenario and the configuration (the /ui page). */
 static void add_live(void *ctx, cJSON *root)
 {
-    struct service *s = ctx;
+    struct report_ctx *rc = ctx;
+    struct service *s = rc->s;
     cJSON *c = cJSON_AddObjectToObject(root, "control");
     if (!c)
         return;
     cJSON_AddBoolToObject(c, "live", s->live_enabled);
-    cJSON_AddNumberToObject(c, "generation", (double)service_live(s)->generation);
+    if (s->control_url[0])
+        cJSON_AddStringToObject(c, "url", s->control_url);
+    else
+        cJSON_AddNullToObject(c, "url");
+    cJSON_AddBoolToObject(c, "token", s->cfg->control_bearer[0] != '\0');
+    cJSON_AddNumberToObject(c, "generation", (double)rc->t->generation);
     cJSON_AddNumberToObject(c, "changes", (double)atomic_load(&s->changes));
     if (s->scenario)
         scenario_report(s->scenario, root);
+    cJSON *cfg = cJSON_AddObjectToObject(root, "config");
+    cJSON *routes = cfg ? cJSON_AddArrayToObject(cfg, "routes") : NULL;
+    if (!routes)
+        return;
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)s->cfg->seed);
+    cJSON_AddStringToObject(cfg, "seed", seed); /* a string: 64 bits do not fit a double */
+    cJSON_AddBoolToObject(cfg, "seed_given", s->cfg->seed_set);
+    cJSON_AddNumberToObject(cfg, "workers", s->cfg->workers);
+    cJSON_AddNumberToObject(cfg, "queue", s->cfg->queue);
+    for (size_t i = 0; i < rc->t->count; i++) {
+        const struct route *r = &rc->t->routes[i];
+        cJSON *o = r->counted ? control_route_json(r) : NULL;
+        if (!o)
+            continue;
+        cJSON_DeleteItemFromObject(o, "body");
+        struct pool *p = r->workers ? s->route_pools[r->slot] : NULL;
+        if (p) {
+            struct pool_counts pc;
+            pool_counts_get(p, &pc);
+            cJSON *w = cJSON_AddObjectToObject(o, "pool");
+            cJSON_AddNumberToObject(w, "active", pc.active);
+            cJSON_AddNumberToObject(w, "queued", pc.queued);
+            cJSON_AddNumberToObject(w, "rejected", (double)pc.rejected);
+        }
+        cJSON_AddItemToArray(routes, o);
+    }
+}
+
+void service_set_endpoints(struct service *s, unsigned main_port, const char *control_url)
+{
+    s->main_port = main_port;
+    snprintf(s->control_url, sizeof s->control_url, "%s", control_url ? control_url : "");
+    /* The page may fetch its own origin and the control API, nothing else. */
+    snprintf(s->ui_csp, sizeof s->ui_csp,
+             "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+             "connect-src 'self'%s%s; base-uri 'none'; form-action 'none'; frame-ancestors "
+             "'none'",
+             s->control_url[0] ? " " : "", s->control_url);
+    route_table_set_csp(&s->routes, s->ui_csp);
 }
 
 char *service_report(const struct service *cs, enum plan_action what)
@@ -422,8 +478,9 @@ char *service_report(const struct service *cs, enum plan_action what)
         else
             free(text);
     } else {
+        struct report_ctx rc = {s, t};
         out = stats_to_json_with(s->stats, names, nnames, uptime, pools ? &pc : NULL, &c, add_live,
-                                 s);
+                                 &rc);
     }
     service_table_release(s, t, s->nshards);
     return out;

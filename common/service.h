@@ -46,6 +46,9 @@ struct service {
     _Atomic uint64_t changes;            /* changes made (control API, scenario) */
     const struct config *cfg;
     struct scenario *scenario; /* the config's scenario (control.h), for the reports; or NULL */
+    unsigned main_port;        /* the port served (service_set_endpoints) */
+    char control_url[300];     /* the control API's URL, "" when off */
+    char ui_csp[600];          /* the /ui page's Content-Security-Policy */
     struct accesslog *access;  /* --access-log, or NULL when off */
     int overflow_reset;        /* beyond a pool: reset instead of 503 */
     struct stats *stats;
@@ -64,6 +67,11 @@ struct service {
  * outlive s). Returns 0, or -ENOMEM with nothing left to free. */
 int service_init(struct service *s, const struct config *cfg, size_t nshards,
                  struct accesslog *access);
+
+/* The ports are bound: the main one, and the control API's URL (NULL when off), which the /ui
+ * page may reach (its Content-Security-Policy) and whose CORS allows the page's origin. Call
+ * before the engine starts. */
+void service_set_endpoints(struct service *s, unsigned main_port, const char *control_url);
 
 /* Frees what service_init made. */
 void service_cleanup(struct service *s);

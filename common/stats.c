@@ -370,6 +370,9 @@ char *stats_to_json_with(const struct stats *st, const char *const *names, size_
     totals_since(st, &t);
     cJSON_AddNumberToObject(root, "uptime_s", uptime_s);
     cJSON_AddNumberToObject(root, "resets", (double)st->resets);
+    cJSON *le = cJSON_AddArrayToObject(root, "bucket_le_ms");
+    for (size_t k = 0; le && k < STATS_BUCKETS; k++)
+        cJSON_AddItemToArray(le, cJSON_CreateNumber((double)stats_bucket_us[k] / 1000.0));
     if (st->resets)
         cJSON_AddNumberToObject(root, "reset_at", st->reset_at);
     cJSON_AddNumberToObject(root, "requests", (double)t.requests);
@@ -413,6 +416,13 @@ char *stats_to_json_with(const struct stats *st, const char *const *names, size_
         cJSON_AddNumberToObject(
             o, "faults",
             (double)route_sum_since(st, r, offsetof(struct route_counters, faults), 1));
+        /* Begun and not ended (every status slot, "no answer" included), whatever the reset. */
+        uint64_t ended = 0;
+        for (size_t k = 0; k < NSTATUS; k++)
+            ended +=
+                route_sum(st, r, offsetof(struct route_counters, status) + k * sizeof(uint64_t));
+        uint64_t begun = route_sum(st, r, offsetof(struct route_counters, begun));
+        cJSON_AddNumberToObject(o, "in_flight", (double)(begun > ended ? begun - ended : 0));
         json_latency(st, r, o);
         for (unsigned code = STATS_STATUS_MIN; code <= STATS_STATUS_MAX; code++) {
             uint64_t n = status_since(st, r, code);
@@ -494,6 +504,10 @@ static void json_latency(const struct stats *st, size_t route, cJSON *obj)
         if (!h)
             return;
         cJSON_AddNumberToObject(h, "count", (double)n);
+        /* The buckets themselves (bounds in "bucket_le_ms"), for a histogram or a CDF. */
+        cJSON *b = cJSON_AddArrayToObject(h, "buckets");
+        for (size_t k = 0; b && k <= STATS_BUCKETS; k++)
+            cJSON_AddItemToArray(b, cJSON_CreateNumber((double)bucket[k]));
         if (!n)
             continue;
         cJSON_AddNumberToObject(h, "mean", (double)sum / (double)n / 1000.0);

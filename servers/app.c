@@ -73,6 +73,10 @@ static int serve(const struct app_engine *engine, const struct config *cfg, cons
             snprintf(err, errlen, "control: %.400s", why);
     }
     if (rc == 0) {
+        char curl[300] = "";
+        if (control_fd >= 0)
+            net_format_url(curl, sizeof curl, "http", cfg->control_host, *control_port);
+        service_set_endpoints(svc, *port, control_fd >= 0 ? curl : NULL);
         struct app_base base = {cfg, lg, svc, *nloops, fds, control_fd, ctl};
         rc = engine->start(*srv, &base, err, errlen);
         control_fd = base.control_fd;

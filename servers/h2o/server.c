@@ -853,6 +853,7 @@ static int on_control_req(h2o_handler_t *self, h2o_req_t *req)
     socklen_t plen = req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&peer);
     net_format_peer(plen ? (struct sockaddr *)&peer : NULL, who, sizeof who);
     ssize_t at = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
+    ssize_t og = h2o_find_header_by_str(&req->headers, H2O_STRLIT("origin"), -1);
     struct control_request rq = {method,
                                  req->path.base,
                                  req->path.len,
@@ -860,7 +861,9 @@ static int on_control_req(h2o_handler_t *self, h2o_req_t *req)
                                  req->entity.base ? req->entity.len : 0,
                                  at >= 0 ? req->headers.entries[at].value.base : NULL,
                                  at >= 0 ? req->headers.entries[at].value.len : 0,
-                                 who};
+                                 who,
+                                 og >= 0 ? req->headers.entries[og].value.base : NULL,
+                                 og >= 0 ? req->headers.entries[og].value.len : 0};
     struct control_answer a;
     if (rq.body_len > CONTROL_BODY_MAX)
         control_error(&a, 413, "body over 1 MiB");
@@ -868,9 +871,10 @@ static int on_control_req(h2o_handler_t *self, h2o_req_t *req)
         control_handle(loop->srv->control, &rq, &a);
     req->res.status = (int)a.status;
     req->res.reason = route_reason(a.status);
-    req->res.content_length = a.body_len;
+    req->res.content_length = a.status == 204 ? SIZE_MAX : a.body_len;
     req->http1_is_persistent = 0;
-    add_header(req, "Content-Type", "application/json");
+    if (a.status != 204)
+        add_header(req, "Content-Type", "application/json");
     for (size_t i = 0; i < a.nheaders; i++)
         add_header(req, a.headers[i].name, a.headers[i].value);
     h2o_send_inline(req, a.body, a.body_len);

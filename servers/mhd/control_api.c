@@ -59,18 +59,29 @@ static enum MHD_Result on_control(void *cls, struct MHD_Connection *conn, const 
         char who[64];
         net_format_peer(ci ? ci->client_addr : NULL, who, sizeof who);
         const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
-        struct control_request rq = {
-            method, url, strlen(url), call->body, call->len, auth, auth ? strlen(auth) : 0, who};
+        const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+        struct control_request rq = {method,
+                                     url,
+                                     strlen(url),
+                                     call->body,
+                                     call->len,
+                                     auth,
+                                     auth ? strlen(auth) : 0,
+                                     who,
+                                     origin,
+                                     origin ? strlen(origin) : 0};
         control_handle(srv->control, &rq, &a);
     }
     struct MHD_Response *resp =
-        MHD_create_response_from_buffer(a.body_len, a.body, MHD_RESPMEM_MUST_FREE);
+        MHD_create_response_from_buffer(a.body_len, a.body ? a.body : (void *)(uintptr_t) "",
+                                        a.body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (!resp) {
         control_answer_free(&a);
         return MHD_NO;
     }
     a.body = NULL; /* the response frees it */
-    MHD_add_response_header(resp, "Content-Type", "application/json");
+    if (a.status != 204)
+        MHD_add_response_header(resp, "Content-Type", "application/json");
     MHD_add_response_header(resp, "Connection", "close");
     for (size_t i = 0; i < a.nheaders; i++)
         MHD_add_response_header(resp, a.headers[i].name, a.headers[i].value);

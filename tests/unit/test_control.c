@@ -23,6 +23,7 @@ static void setup(struct fixture *f, const char *token)
     f->cfg.seed = 42;
     log_init(&f->lg, "test", LOG_LEVEL_ERROR, stderr);
     CHECK_INT(service_init(&f->svc, &f->cfg, 2, NULL), 0);
+    service_set_endpoints(&f->svc, 8080, "http://127.0.0.1:9090");
     char err[256];
     CHECK_INT(control_init(&f->ctl, &f->svc, &f->cfg, &f->lg, err, sizeof err), 0);
 }
@@ -32,6 +33,10 @@ static void teardown(struct fixture *f)
     control_cleanup(&f->ctl);
     service_cleanup(&f->svc);
 }
+
+/* The Origin of the next calls (a browser's page), or NULL. */
+static const char *origin_hdr;
+static struct control_answer last;
 
 /* Sends one API request; returns the status and leaves the parsed body in *json (or NULL). */
 static unsigned call(struct fixture *f, const char *method, const char *target, const char *body,
@@ -44,14 +49,14 @@ static unsigned call(struct fixture *f, const char *method, const char *target, 
                                  body ? strlen(body) : 0,
                                  auth,
                                  auth ? strlen(auth) : 0,
-                                 "unit"};
-    struct control_answer a;
-    control_handle(&f->ctl, &rq, &a);
+                                 "unit",
+                                 origin_hdr,
+                                 origin_hdr ? strlen(origin_hdr) : 0};
+    control_answer_free(&last);
+    control_handle(&f->ctl, &rq, &last);
     if (json)
-        *json = a.body ? cJSON_Parse(a.body) : NULL;
-    unsigned st = a.status;
-    control_answer_free(&a);
-    return st;
+        *json = last.body ? cJSON_Parse(last.body) : NULL;
+    return last.status;
 }
 
 static double num(const cJSON *o, const char *k)
@@ -261,8 +266,68 @@ static void reset_starts_a_run(void)
     teardown(&f);
 }
 
+static const char *answer_header(const char *name)
+{
+    for (size_t i = 0; i < last.nheaders; i++)
+        if (strcmp(last.headers[i].name, name) == 0)
+            return last.headers[i].value;
+    return NULL;
+}
+
+/* CORS: the /ui page's origin (the bind address, or another name of a loopback bind, and the
+ * main port) may call the API from a browser, with a preflight; any other origin gets 403, and
+ * the token is still needed. */
+static void only_the_pages_origin_may_call(void)
+{
+    static const struct {
+        const char *origin;
+        int ok;
+    } cases[] = {
+        {"http://127.0.0.1:8080", 1},      {"http://localhost:8080", 1},
+        {"http://[::1]:8080", 1},          {"http://127.0.0.1:8081", 0},
+        {"https://127.0.0.1:8080", 0},     {"http://evil.example:8080", 0},
+        {"http://127.0.0.1:80800", 0},     {"null", 0},
+        {"http://127.0.0.1.evil:8080", 0}, {"http://user@127.0.0.1:8080", 0},
+    };
+    struct fixture f;
+    setup(&f, "tok");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        origin_hdr = cases[i].origin;
+        unsigned st = call(&f, "OPTIONS", "/routes/test", NULL, NULL, NULL);
+        CHECK_INT(st, cases[i].ok ? 204 : 403);
+        const char *allow = answer_header("Access-Control-Allow-Origin");
+        if (cases[i].ok) {
+            CHECK_STR(allow ? allow : "(none)", cases[i].origin);
+            CHECK_STR(answer_header("Access-Control-Allow-Headers"), "Authorization, Content-Type");
+        } else {
+            CHECK(allow == NULL);
+        }
+        st = call(&f, "PATCH", "/routes/test", "{\"status\": 201}", "Bearer tok", NULL);
+        CHECK_INT(st, cases[i].ok ? 200 : 403);
+    }
+    origin_hdr = "http://localhost:8080";
+    CHECK_INT(call(&f, "PATCH", "/routes/test", "{\"status\": 202}", NULL, NULL), 401);
+    CHECK_STR(answer_header("Access-Control-Allow-Origin"), "http://localhost:8080");
+    origin_hdr = NULL;
+    CHECK_U64(atomic_load(&f.svc.changes), 3);
+    teardown(&f);
+    /* --bind 0.0.0.0: any name of the host, on the main port only; the token still counts. */
+    struct fixture g;
+    setup(&g, "tok");
+    snprintf(g.cfg.bind, sizeof g.cfg.bind, "0.0.0.0");
+    origin_hdr = "http://box.lan:8080";
+    CHECK_INT(call(&g, "OPTIONS", "/routes", NULL, NULL, NULL), 204);
+    CHECK_INT(call(&g, "PATCH", "/routes/test", "{\"status\": 201}", NULL, NULL), 401);
+    origin_hdr = "http://box.lan:9999";
+    CHECK_INT(call(&g, "OPTIONS", "/routes", NULL, NULL, NULL), 403);
+    origin_hdr = NULL;
+    teardown(&g);
+    control_answer_free(&last);
+}
+
 int main(void)
 {
+    only_the_pages_origin_may_call();
     patch_makes_the_next_generation();
     bad_values_change_nothing();
     routes_come_and_go();
