@@ -60,7 +60,7 @@ struct control_request {
     size_t body_len;
     const char *authorization; /* the Authorization header's value, NULL if none */
     size_t authorization_len;
-    const char *who; /* the client's address, for the log line */
+    const char *who;    /* the client's address, for the log line */
     const char *origin; /* the Origin header's value (a browser's page), NULL if none */
     size_t origin_len;
 };

@@ -629,7 +629,7 @@ size_t delay_spec_format(const struct delay_spec *spec, char *buf, size_t len)
         break;
     case DELAY_LOGNORMAL:
         format_duration(spec->a_us, a, sizeof a);
-        n = snprintf(buf, len, "lognormal:%s,%.17g", a, spec->sigma);
+        n = snprintf(buf, len, "lognormal:%s,%.15g", a, spec->sigma);
         break;
     case DELAY_MIX:
         for (size_t i = 0; i < spec->nmix && n >= 0 && (size_t)n < len; i++) {

@@ -394,6 +394,13 @@ static void begin_phase(struct scenario *s, size_t i, uint64_t now)
     char why[CORE_ERR_LEN], who[128], what[160];
     snprintf(who, sizeof who, "scenario phase %zu%s%s%s", i, p->name ? " (" : "",
              p->name ? p->name : "", p->name ? ")" : "");
+    s->began_unix[i] = unix_now();
+    if (!p->restore && !p->nramps && !(p->routes && p->routes->child)) {
+        /* A phase that only names a stretch of time: nothing to publish. */
+        LOG(c->log, LOG_LEVEL_INFO, "control: %s: at %.3f s: no change", who,
+            (double)p->at_us / 1e6);
+        return;
+    }
     service_change_lock(c->svc);
     struct route_table *t = service_live(c->svc);
     int rc = control_list_of(&l, t);
@@ -415,7 +422,6 @@ static void begin_phase(struct scenario *s, size_t i, uint64_t now)
     }
     service_change_unlock(c->svc);
     control_list_free(&l);
-    s->began_unix[i] = unix_now();
     for (size_t k = 0; k < p->nramps && s->nramps < RAMPS_MAX; k++)
         s->ramps[s->nramps++] = (struct running_ramp){&p->ramps[k], now, now, i};
 }

@@ -73,9 +73,14 @@ function routes(s, dt) {
   const body = $("routes").tBodies[0];
   body.replaceChildren();
   const pools = {};
-  for (const r of (s.config && s.config.routes) || []) if (r.pool) pools[r.path] = r.pool;
+  const counted = new Set();
+  for (const r of (s.config && s.config.routes) || []) {
+    counted.add(r.path);
+    if (r.pool) pools[r.path] = r.pool;
+  }
   for (const [path, r] of Object.entries(s.routes || {})) {
-    if (path === "other" && !r.requests) continue;
+    // The load's routes: /healthz, /stats, /metrics and this page are never counted.
+    if (path === "other" ? !r.requests : !counted.has(path)) continue;
     const was = prev && prev.s.routes && prev.s.routes[path];
     const rate = was && dt > 0 ? Math.max(r.requests - was.requests, 0) / dt : null;
     const tr = el("tr");
