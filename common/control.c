@@ -241,17 +241,6 @@ static int authorized(const struct control *c, const struct control_request *rq)
     return same_secret(rq->authorization + 7, rq->authorization_len - 7, tok, strlen(tok));
 }
 
-static int hexdigit(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
 /* Percent-decodes PATH of a target "/routes/PATH" (p, n bytes) into out (len bytes) as the route
  * path "/PATH". Returns 0, or -1 for a bad escape, a NUL or a path too long. */
 static int route_path_of(const char *p, size_t n, char *out, size_t len)
@@ -261,8 +250,8 @@ static int route_path_of(const char *p, size_t n, char *out, size_t len)
     for (size_t i = 0; i < n; i++) {
         char ch = p[i];
         if (ch == '%') {
-            int hi = i + 2 < n + 1 && i + 1 < n ? hexdigit(p[i + 1]) : -1;
-            int lo = i + 2 < n ? hexdigit(p[i + 2]) : -1;
+            int hi = i + 2 < n + 1 && i + 1 < n ? route_hex_digit(p[i + 1]) : -1;
+            int lo = i + 2 < n ? route_hex_digit(p[i + 2]) : -1;
             if (hi < 0 || lo < 0)
                 return -1;
             ch = (char)(hi * 16 + lo);
@@ -619,6 +608,10 @@ void control_handle(struct control *c, const struct control_request *rq, struct 
                       "missing or wrong token: send Authorization: Bearer <the --control-token "
                       "file's token>");
         add_header(out, "WWW-Authenticate", "Bearer realm=\"slowsrv control\"");
+        return;
+    }
+    if (rq->body_len > CONTROL_BODY_MAX || (rq->body_len && !rq->body)) {
+        control_error(out, 413, "body over 1 MiB: a change is a small JSON object");
         return;
     }
     cJSON *body = NULL;

@@ -56,7 +56,8 @@ struct control_request {
     const char *method; /* NUL-terminated */
     const char *target; /* path and query as received */
     size_t target_len;
-    const char *body; /* may be NULL when body_len is 0 */
+    const char *body; /* body_len bytes; NULL when body_len is 0, or when the engine stopped
+                         keeping it past CONTROL_BODY_MAX (the core answers 413) */
     size_t body_len;
     const char *authorization; /* the Authorization header's value, NULL if none */
     size_t authorization_len;

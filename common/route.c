@@ -342,7 +342,7 @@ void route_plan_error(struct plan *out, unsigned status, const char *msg)
     out->truncate = 0;
 }
 
-static int hexval(char c)
+int route_hex_digit(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -391,8 +391,8 @@ static int name_is(const char *k, const char *end, const char *name, size_t nlen
     size_t i = 0;
     for (; k < end; k++, i++) {
         char c = *k == '+' ? ' ' : *k;
-        if (*k == '%' && end - k >= 3 && hexval(k[1]) >= 0 && hexval(k[2]) >= 0) {
-            c = (char)(hexval(k[1]) * 16 + hexval(k[2]));
+        if (*k == '%' && end - k >= 3 && route_hex_digit(k[1]) >= 0 && route_hex_digit(k[2]) >= 0) {
+            c = (char)(route_hex_digit(k[1]) * 16 + route_hex_digit(k[2]));
             k += 2;
         }
         if (i >= nlen || c != name[i])
@@ -415,8 +415,9 @@ long route_query_param(const char *query, size_t len, const char *name, char *bu
             size_t n = 0;
             for (const char *v = eq ? eq + 1 : stop; v < stop; v++, n++) {
                 char c = *v == '+' ? ' ' : *v;
-                if (*v == '%' && stop - v >= 3 && hexval(v[1]) >= 0 && hexval(v[2]) >= 0) {
-                    c = (char)(hexval(v[1]) * 16 + hexval(v[2]));
+                if (*v == '%' && stop - v >= 3 && route_hex_digit(v[1]) >= 0 &&
+                    route_hex_digit(v[2]) >= 0) {
+                    c = (char)(route_hex_digit(v[1]) * 16 + route_hex_digit(v[2]));
                     v += 2;
                 }
                 if (n + 1 < buflen)

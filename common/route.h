@@ -226,6 +226,9 @@ size_t route_path_resolve(const char *path, size_t len, char *out);
  * bytes, NUL-terminated. Returns vlen. */
 long route_value_copy(const char *v, size_t vlen, char *buf, size_t len);
 
+/* The value of hexadecimal digit c (0 to 15), or -1. */
+int route_hex_digit(char c);
+
 /* Returns the standard reason phrase of an HTTP status ("Not Found"), "Unknown" if none. */
 const char *route_reason(unsigned status);
 

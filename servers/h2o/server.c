@@ -865,10 +865,7 @@ static int on_control_req(h2o_handler_t *self, h2o_req_t *req)
                                  og >= 0 ? req->headers.entries[og].value.base : NULL,
                                  og >= 0 ? req->headers.entries[og].value.len : 0};
     struct control_answer a;
-    if (rq.body_len > CONTROL_BODY_MAX)
-        control_error(&a, 413, "body over 1 MiB");
-    else
-        control_handle(loop->srv->control, &rq, &a);
+    control_handle(loop->srv->control, &rq, &a);
     req->res.status = (int)a.status;
     req->res.reason = route_reason(a.status);
     req->res.content_length = a.status == 204 ? SIZE_MAX : a.body_len;

@@ -37,23 +37,22 @@ static enum MHD_Result on_control(void *cls, struct MHD_Connection *conn, const 
         return call ? MHD_YES : MHD_NO;
     }
     if (*upload_size) {
+        /* Past CONTROL_BODY_MAX only counted: the core answers 413. */
         if (call->len + *upload_size > CONTROL_BODY_MAX) {
             call->too_big = 1;
-        } else if (!call->too_big) {
+        } else {
             char *b = realloc(call->body, call->len + *upload_size);
             if (!b)
                 return MHD_NO;
             memcpy(b + call->len, upload, *upload_size);
             call->body = b;
-            call->len += *upload_size;
         }
+        call->len += *upload_size;
         *upload_size = 0;
         return MHD_YES;
     }
     struct control_answer a;
-    if (call->too_big) {
-        control_error(&a, 413, "body over 1 MiB");
-    } else {
+    {
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         char who[64];
@@ -63,7 +62,7 @@ static enum MHD_Result on_control(void *cls, struct MHD_Connection *conn, const 
         struct control_request rq = {method,
                                      url,
                                      strlen(url),
-                                     call->body,
+                                     call->too_big ? NULL : call->body,
                                      call->len,
                                      auth,
                                      auth ? strlen(auth) : 0,
