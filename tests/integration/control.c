@@ -376,6 +376,55 @@ static void scenario_changes_answers_on_time(const struct itest_env *env)
           NULL);
 }
 
+/* One run of a seeded scenario under a sequential load: the (status, delay) of 30 requests. */
+static void seeded_run(const struct itest_env *env, const char *cfg, const char *seed, char *out,
+                       size_t len)
+{
+    struct server s;
+    const char *args[] = {"--config", cfg, "--seed", seed, NULL};
+    out[0] = '\0';
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    struct reply r;
+    /* Phase 0 is in force once /stats says it began. */
+    double t0 = now_seconds();
+    cJSON *j = NULL;
+    do {
+        cJSON_Delete(j);
+        usleep(10000);
+        http_request(s.port, "GET", "/stats", NULL, NULL, &r);
+        j = cJSON_Parse(r.body);
+    } while (json_number(j, "scenario.phase") != 0 && now_seconds() - t0 < 5);
+    cJSON_Delete(j);
+    size_t n = 0;
+    for (int i = 0; i < 30; i++) {
+        char v[128] = "";
+        http_request(s.port, "GET", "/test", NULL, NULL, &r);
+        reply_header(&r, "Server-Timing", v, sizeof v);
+        n += (size_t)snprintf(out + n, len - n, "%ld %s\n", r.status, v);
+    }
+    stop_expect_clean(&s);
+}
+
+/* With --seed, a run of the same scenario under the same load draws the same delays and the
+ * same errors; another seed draws others. */
+static void seeded_scenarios_repeat(const struct itest_env *env)
+{
+    const char *cfg = write_file(env, "seeded.json",
+                                 "{\"delay\": \"1ms\", \"scenario\": [{\"at\": \"0s\", "
+                                 "\"routes\": {\"/test\": {\"delay\": \"normal:8ms,3ms\", "
+                                 "\"error-rate\": 0.3}}}]}");
+    static char a[8192], b[8192], c[8192];
+    seeded_run(env, cfg, "11", a, sizeof a);
+    seeded_run(env, cfg, "11", b, sizeof b);
+    seeded_run(env, cfg, "12", c, sizeof c);
+    CHECK(strstr(a, "503 ") != NULL && strstr(a, "200 ") != NULL);
+    CHECK_STR(b, a);
+    CHECK(strcmp(a, c) != 0);
+}
+
 /* POST /reset: /stats starts a new run, /metrics stays monotonic and counts the reset. */
 static void reset_starts_a_new_run(const struct itest_env *env)
 {
@@ -495,6 +544,7 @@ static const struct itest_case cases[] = {
     {"changes_under_load_keep_each_plan", changes_under_load_keep_each_plan, ITEST_PLAIN, 0},
     {"scenario_changes_answers_on_time", scenario_changes_answers_on_time, ITEST_PLAIN, 0},
     {"reset_starts_a_new_run", reset_starts_a_new_run, ITEST_PLAIN, 0},
+    {"seeded_scenarios_repeat", seeded_scenarios_repeat, ITEST_PLAIN, 0},
 };
 
 const struct itest_suite itest_suite_control = {"control", cases, sizeof cases / sizeof cases[0]};
