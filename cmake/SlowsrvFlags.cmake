@@ -16,6 +16,10 @@ function(slowsrv_target_flags target)
             -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
         target_link_options(${target} PRIVATE -fsanitize=address,undefined)
     endif()
+    if(SLOWSRV_TSAN)
+        target_compile_options(${target} PRIVATE -fsanitize=thread -fno-omit-frame-pointer)
+        target_link_options(${target} PRIVATE -fsanitize=thread)
+    endif()
 endfunction()
 
 # slowsrv_require(<prefix> <pkg-config module> <debian package>): a missing dependency stops the

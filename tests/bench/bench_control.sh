@@ -350,8 +350,8 @@ brownout() { # binary try
     "${tcmd[@]}" >"$out.timeline.txt" 2>&1 &
     tpid=$!; live[$tpid]="load:timeline"
     if ((${#BROWN_CMDS[@]} == 0)); then
-        BROWN_CMDS+=("$(printf '%s ' "${wcmd[@]:3}" | sed "s#$here/##g; s#$RESULTS/#RESULTS/#g; s#127.0.0.1:$SRV_PORT#127.0.0.1:PORT#")")
-        BROWN_CMDS+=("$(printf '%s ' "${tcmd[@]:3}" | sed "s#$here/##g; s#$RESULTS/#RESULTS/#g; s#--port $SRV_PORT#--port PORT#")")
+        BROWN_CMDS+=("$(printf '%s ' "${wcmd[@]:3}" | sed "s#$RESULTS/#RESULTS/#g; s#$here/##g; s#127.0.0.1:$SRV_PORT#127.0.0.1:PORT#")")
+        BROWN_CMDS+=("$(printf '%s ' "${tcmd[@]:3}" | sed "s#$RESULTS/#RESULTS/#g; s#$here/##g; s#--port $SRV_PORT#--port PORT#")")
     fi
     log "brownout $bin: wrk -c$BROWN_CONNS and timeline_client.py (${TL_RATE}/s) for ${BROWN_DUR}s; phases at ${BROWN_AT}s and ${BROWN_BACK}s"
     wait "$wpid" || log "wrk exited non-zero (brownout $bin), see $out.wrk.txt"

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# ThreadSanitizer over what threads share by design: the live route table handed between the
+# control API, the scenario thread and the loops (issue 17), the counters, the worker pools.
+# Builds both binaries with -fsanitize=thread in build-tsan/ and runs the control cases, the
+# worker-pool cases and the unit tests of the modules involved; any data race fails them
+# (halt_on_error). libmicrohttpd and libh2o are not instrumented: their own memory is not
+# checked, their locks and threads are (TSan intercepts pthread).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=build-tsan
+cmake -S . -B "$dir" -DSLOWSRV_WERROR=ON -DSLOWSRV_TSAN=ON >/dev/null
+cmake --build "$dir" -j"$(nproc)"
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+cd "$dir" && ctest --output-on-failure -j2 \
+    -R '^unit\.(control|scenario|service|stats|pool)$|control_api|control_token|changes_under_load|scenario_changes|drips_and_queued|reset_starts|workers_serve_in_waves'
