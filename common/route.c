@@ -126,6 +126,8 @@ static const char ui_csp[] = "default-src 'none'; script-src 'self'; style-src '
 static void add_ui(struct route_table *t, const char *path, const char *body, size_t len,
                    const char *content_type)
 {
+    if (route_find(t, path) >= 0 || t->count == ROUTE_MAX)
+        return;
     struct route *r = add(t, path, "GET", ROUTE_STATIC, body, NULL);
     r->counted = 0;
     r->body_len = len;
@@ -190,14 +192,16 @@ static void init_with(struct route_table *t, const struct config *cfg,
     struct route *m = add(t, "/metrics", "GET", ROUTE_METRICS, NULL, NULL);
     m->counted = 0;
     m->content_type = "text/plain; version=0.0.4";
+    for (size_t i = 0; i < n; i++)
+        add_configured(t, &routes[i]);
+    /* After the config's routes, whose index is their draw stream (--seed: the same draws as
+     * before the page existed); a config route of the same path wins. */
     add_ui(t, "/ui", (const char *)ui_index_html, ui_index_html_len, "text/html; charset=utf-8");
     add_ui(t, "/ui/app.js", (const char *)ui_app_js, ui_app_js_len,
            "text/javascript; charset=utf-8");
     add_ui(t, "/ui/style.css", (const char *)ui_style_css, ui_style_css_len,
            "text/css; charset=utf-8");
     route_table_set_csp(t, NULL);
-    for (size_t i = 0; i < n; i++)
-        add_configured(t, &routes[i]);
     t->other_slot = t->count;
     for (size_t i = 0; i < t->count; i++)
         set_timing(t, &t->routes[i]);

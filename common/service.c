@@ -112,7 +112,7 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
 
 void service_cleanup(struct service *s)
 {
-    for (size_t i = 1; i < SERVICE_GENERATIONS; i++) {
+    for (size_t i = 0; i < SERVICE_GENERATIONS; i++) {
         if (s->tables[i] && s->tables[i] != &s->routes) {
             route_table_cleanup(s->tables[i]);
             free(s->tables[i]);
