@@ -63,6 +63,7 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
     x->refused = 0;
     x->stopped = 0;
     x->refused_head = 0;
+    x->in_queue = 0;
     x->begun_us = timer_now_us();
     x->due_us = 0;
     x->sent_us = 0;
@@ -213,6 +214,8 @@ enum exchange_do exchange_on_body(struct exchange *x, const void *buf, size_t le
     return x->answered ? EXCHANGE_DO_READ : EXCHANGE_DO_ANSWER;
 }
 
+static void queue_left(struct exchange *x);
+
 enum exchange_do exchange_next(struct exchange *x)
 {
     switch (x->state) {
@@ -229,6 +232,7 @@ enum exchange_do exchange_next(struct exchange *x)
         /* Handed back by `admit` (the pool wrote the entry before): its worker, or the stop. */
         if (x->pe.state == POOL_QUEUED)
             return EXCHANGE_DO_PARK;
+        queue_left(x);
         if (x->pe.flushed)
             return answer_instead(x, STOPPING);
         if (!x->plan.delay_us)
@@ -248,6 +252,14 @@ enum exchange_do exchange_next(struct exchange *x)
     return plan_do(x);
 }
 
+/* Counted as queued for a worker no more (once). */
+static void queue_left(struct exchange *x)
+{
+    if (x->in_queue)
+        stats_queue_end(x->shard, x->plan.stats_id);
+    x->in_queue = 0;
+}
+
 /* Has its worker (or needs none): waits out its delay, or goes on with the plan. */
 static enum exchange_do after_worker(struct exchange *x, struct timer_heap *h)
 {
@@ -260,7 +272,7 @@ static enum exchange_do after_worker(struct exchange *x, struct timer_heap *h)
         return answer_instead(x, "too many waiting requests");
     /* With no heap, a blocking model sleeps it out (exchange_sleep). */
     x->state = EXCHANGE_WAITING;
-    stats_wait_begin(x->shard);
+    stats_wait_begin(x->shard, x->plan.stats_id);
     return EXCHANGE_DO_WAIT;
 }
 
@@ -274,6 +286,8 @@ enum exchange_do exchange_hold(struct exchange *x, struct timer_heap *h)
     case POOL_ADMITTED:
         return after_worker(x, h);
     case POOL_QUEUED:
+        x->in_queue = 1;
+        stats_queue_begin(x->shard, x->plan.stats_id);
         return EXCHANGE_DO_PARK;
     case POOL_OUT:
         break;
@@ -322,7 +336,7 @@ enum exchange_do exchange_on_timer(struct exchange *x, int peer_gone, int give_u
             return decide(x, EXCHANGE_DO_CLOSE);
         return EXCHANGE_DO_SEND;
     }
-    stats_wait_end(x->shard);
+    stats_wait_end(x->shard, x->plan.stats_id);
     if (peer_gone)
         return decide(x, EXCHANGE_DO_DROP);
     if (give_up)
@@ -440,7 +454,7 @@ void exchange_end(struct exchange *x, struct timer_heap *h)
     if (x->state == EXCHANGE_WAITING) {
         if (h)
             timer_heap_cancel(h, &x->timer);
-        stats_wait_end(x->shard);
+        stats_wait_end(x->shard, x->plan.stats_id);
     } else if (x->state == EXCHANGE_SENDING && h) {
         timer_heap_cancel(h, &x->timer);
     }
@@ -448,6 +462,7 @@ void exchange_end(struct exchange *x, struct timer_heap *h)
     x->next = EXCHANGE_DO_DROP;
     if (x->pool)
         pool_leave(x->pool, &x->pe);
+    queue_left(x);
     /* The line is written before the request stops counting as in flight, so that whoever
      * sees in_flight reach 0 finds every line written. */
     if (x->record)

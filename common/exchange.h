@@ -109,6 +109,7 @@ struct exchange {
     int stopped; /* answered a 503 of the core's ("server stopping", "too many waiting requests")
                     instead of its plan */
     int refused_head;               /* the head failed head_check: answered at once, then closed */
+    int in_queue;                   /* counted as queued for a worker (stats_queue_begin) */
     uint64_t begun_us;              /* when the request came in (timer_now_us clock) */
     uint64_t due_us;                /* when its delay was due, 0 if it had none */
     uint64_t sent_us;               /* when its answer was queued (paced bodies start there) */

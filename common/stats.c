@@ -25,6 +25,8 @@ struct route_counters {
     _Atomic uint64_t begun;
     _Atomic uint64_t cancels;
     _Atomic uint64_t faults;
+    _Atomic uint64_t wait_begun, wait_ended;   /* the route's requests waiting on a delay */
+    _Atomic uint64_t queue_begun, queue_ended; /* ... and queued for a worker */
     _Atomic uint64_t status[NSTATUS];
     struct histogram hist[STATS_HIST_COUNT];
 };
@@ -177,14 +179,37 @@ void stats_request_end(struct stats_shard *sh, size_t route, unsigned status)
         add(&sh->routes[route].status[status_slot(status)], 1);
 }
 
-void stats_wait_begin(struct stats_shard *sh)
+void stats_wait_begin(struct stats_shard *sh, size_t route)
 {
     add(&sh->wait_begun, 1);
+    if (route < sh->nroutes)
+        add(&sh->routes[route].wait_begun, 1);
 }
 
-void stats_wait_end(struct stats_shard *sh)
+void stats_wait_end(struct stats_shard *sh, size_t route)
 {
     add(&sh->wait_ended, 1);
+    if (route < sh->nroutes)
+        add(&sh->routes[route].wait_ended, 1);
+}
+
+void stats_queue_begin(struct stats_shard *sh, size_t route)
+{
+    if (route < sh->nroutes)
+        add(&sh->routes[route].queue_begun, 1);
+}
+
+void stats_queue_end(struct stats_shard *sh, size_t route)
+{
+    if (route < sh->nroutes)
+        add(&sh->routes[route].queue_ended, 1);
+}
+
+/* A gauge of `route`: begun less ended (read ended first), whatever the resets. */
+static uint64_t route_gauge(const struct stats *st, size_t route, size_t begun, size_t ended)
+{
+    uint64_t e = route_sum(st, route, ended), b = route_sum(st, route, begun);
+    return b > e ? b - e : 0;
 }
 
 void stats_cancel(struct stats_shard *sh, size_t route)
@@ -423,6 +448,14 @@ char *stats_to_json_with(const struct stats *st, const char *const *names, size_
                 route_sum(st, r, offsetof(struct route_counters, status) + k * sizeof(uint64_t));
         uint64_t begun = route_sum(st, r, offsetof(struct route_counters, begun));
         cJSON_AddNumberToObject(o, "in_flight", (double)(begun > ended ? begun - ended : 0));
+        cJSON_AddNumberToObject(o, "waiting",
+                                (double)route_gauge(st, r,
+                                                    offsetof(struct route_counters, wait_begun),
+                                                    offsetof(struct route_counters, wait_ended)));
+        cJSON_AddNumberToObject(o, "queued",
+                                (double)route_gauge(st, r,
+                                                    offsetof(struct route_counters, queue_begun),
+                                                    offsetof(struct route_counters, queue_ended)));
         json_latency(st, r, o);
         for (unsigned code = STATS_STATUS_MIN; code <= STATS_STATUS_MAX; code++) {
             uint64_t n = status_since(st, r, code);

@@ -72,9 +72,14 @@ void stats_request_begin(struct stats_shard *sh, size_t route);
 /* The request has ended with `status` (100..599), or 0 if it got no answer. */
 void stats_request_end(struct stats_shard *sh, size_t route, unsigned status);
 
-/* The request starts / stops waiting on its delay. */
-void stats_wait_begin(struct stats_shard *sh);
-void stats_wait_end(struct stats_shard *sh);
+/* A request of `route` starts / stops waiting on its delay. */
+void stats_wait_begin(struct stats_shard *sh, size_t route);
+void stats_wait_end(struct stats_shard *sh, size_t route);
+
+/* A request of `route` is queued for a worker / leaves the queue (admitted, refused at the stop,
+ * or gone). */
+void stats_queue_begin(struct stats_shard *sh, size_t route);
+void stats_queue_end(struct stats_shard *sh, size_t route);
 
 /* The client of a request on `route` went away before its answer. */
 void stats_cancel(struct stats_shard *sh, size_t route);

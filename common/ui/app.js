@@ -72,12 +72,7 @@ function summary(s, dt) {
 function routes(s, dt) {
   const body = $("routes").tBodies[0];
   body.replaceChildren();
-  const pools = {};
-  const counted = new Set();
-  for (const r of (s.config && s.config.routes) || []) {
-    counted.add(r.path);
-    if (r.pool) pools[r.path] = r.pool;
-  }
+  const counted = new Set(((s.config && s.config.routes) || []).map((r) => r.path));
   for (const [path, r] of Object.entries(s.routes || {})) {
     // The load's routes: /healthz, /stats, /metrics and this page are never counted.
     if (path === "other" ? !r.requests : !counted.has(path)) continue;
@@ -88,7 +83,7 @@ function routes(s, dt) {
     const statuses = Object.entries(r.status || {}).map(([c, n]) => c + "×" + n).join("  ");
     const svc = r.service_ms || {};
     tr.append(el("td", path, "path"), el("td", rate === null ? "–" : fmt(rate), "rate"),
-      el("td", statuses || "–"), el("td", r.in_flight), el("td", pools[path] ? pools[path].queued : "–"),
+      el("td", statuses || "–"), el("td", r.in_flight), el("td", r.waiting), el("td", r.queued),
       el("td", r.cancels), el("td", r.faults),
       el("td", svc.count ? fmtMs(svc.p50_le) + " / " + fmtMs(svc.p99_le) : "–"));
     body.append(tr);

@@ -36,6 +36,57 @@ static void stats_count_requests(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
+/* /stats shows, per route, the requests waiting on their delay and those queued for a worker. */
+static void stats_show_waiting_and_queued_per_route(const struct itest_env *env)
+{
+    const char *cfg = write_file(env, "pool.json",
+                                 "{\"routes\": [{\"path\": \"/db\", \"delay\": \"2s\", "
+                                 "\"workers\": 1, \"queue\": 5}]}");
+    struct server s;
+    const char *args[] = {"--config", cfg, "--delay", "2s", NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    size_t sent_db = 0, sent_test = 0;
+    int *db = open_requests(s.port, "/db", 3, &sent_db);
+    int *test = open_requests(s.port, "/test", 2, &sent_test);
+    double t0 = now_seconds();
+    cJSON *j = NULL;
+    do {
+        struct reply r;
+        cJSON_Delete(j);
+        usleep(20000);
+        http_request(s.port, "GET", "/stats", NULL, NULL, &r);
+        j = cJSON_Parse(r.body);
+    } while (json_number(j, "routes./db.queued") != 2 && now_seconds() - t0 < 3);
+    CHECK_INT(json_number(j, "routes./db.waiting"), 1);
+    CHECK_INT(json_number(j, "routes./db.queued"), 2);
+    CHECK_INT(json_number(j, "routes./db.in_flight"), 3);
+    CHECK_INT(json_number(j, "routes./test.waiting"), 2);
+    CHECK_INT(json_number(j, "routes./test.queued"), 0);
+    CHECK_INT(json_number(j, "waiting"), 3);
+    cJSON_Delete(j);
+    close_requests(db, 3);
+    close_requests(test, 2);
+    /* Gone clients leave the queue and the wait (each seen when its delay ends: 3 x 2 s on the
+     * one worker). */
+    double t1 = now_seconds();
+    double queued = -1, waiting = -1;
+    do {
+        struct reply r;
+        usleep(100000);
+        http_request(s.port, "GET", "/stats", NULL, NULL, &r);
+        j = cJSON_Parse(r.body);
+        queued = json_number(j, "routes./db.queued");
+        waiting = json_number(j, "routes./db.waiting");
+        cJSON_Delete(j);
+    } while ((queued != 0 || waiting != 0) && now_seconds() - t1 < 10);
+    CHECK_INT(queued, 0);
+    CHECK_INT(waiting, 0);
+    stop_expect_clean(&s);
+}
+
 /* The value of the first /metrics sample line that starts with `prefix`, or -1. */
 static double metric(const char *text, const char *prefix)
 {
@@ -582,6 +633,8 @@ static void uptime_grows_while_running(const struct itest_env *env)
 }
 
 static const struct itest_case cases[] = {
+    {"stats_show_waiting_and_queued_per_route", stats_show_waiting_and_queued_per_route,
+     ITEST_PLAIN, 0},
     {"stats_count_requests", stats_count_requests, ITEST_PLAIN, 0},
     {"stats_count_faults_cancels_and_latency", stats_count_faults_cancels_and_latency, ITEST_PLAIN,
      0},

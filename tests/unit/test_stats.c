@@ -13,12 +13,12 @@ static void stats_totals_follow_a_known_sequence(void)
     stats_request_begin(a, 0);
     stats_request_begin(b, 0);
     stats_request_begin(b, 2);
-    stats_wait_begin(a);
+    stats_wait_begin(a, 0);
     stats_totals_get(st, &t);
     CHECK_U64(t.requests, 3);
     CHECK_U64(t.in_flight, 3);
     CHECK_U64(t.waiting, 1);
-    stats_wait_end(a);
+    stats_wait_end(a, 0);
     stats_request_end(a, 0, 200);
     stats_cancel(b, 0);
     stats_request_end(b, 0, 0);
