@@ -183,7 +183,7 @@ static void answer_json(struct control_answer *a, unsigned status, cJSON *o)
     a->body_len = a->body ? strlen(a->body) : 0;
 }
 
-void control_error(struct control_answer *a, unsigned status, const char *msg)
+static void control_error(struct control_answer *a, unsigned status, const char *msg)
 {
     cJSON *o = cJSON_CreateObject();
     if (o) {
@@ -564,9 +564,8 @@ static void scenario_answer(struct control *c, struct control_answer *a)
     answer_json(a, 200, o);
 }
 
-void control_handle(struct control *c, const struct control_request *rq, struct control_answer *out)
+static void handle(struct control *c, const struct control_request *rq, struct control_answer *out)
 {
-    memset(out, 0, sizeof *out);
     const char *m = rq->method;
     const char *who = rq->who ? rq->who : "?";
     size_t plen = rq->target_len;
@@ -682,6 +681,15 @@ void control_handle(struct control *c, const struct control_request *rq, struct 
                       "no such control endpoint; try /routes, /reset, /scenario (see the README)");
     }
     cJSON_Delete(body);
+}
+
+void control_handle(struct control *c, const struct control_request *rq, struct control_answer *out)
+{
+    memset(out, 0, sizeof *out);
+    handle(c, rq, out);
+    if (out->status != 204)
+        add_header(out, "Content-Type", "application/json");
+    out->close = 1;
 }
 
 int control_init(struct control *c, struct service *svc, const struct config *cfg,

@@ -72,8 +72,12 @@ struct control_answer {
     unsigned status;
     char *body;
     size_t body_len;
-    struct config_header headers[6];
+    /* Every header of the answer, Content-Type included (none for a 204). */
+    struct config_header headers[8];
     size_t nheaders;
+    /* Close the connection after this answer. The API answers one request a connection: a
+     * change is rare, and no client of it keeps a connection open beside the load. */
+    int close;
     char origin[256]; /* storage for Access-Control-Allow-Origin */
 };
 
@@ -94,10 +98,6 @@ void control_handle(struct control *c, const struct control_request *rq,
 
 /* Frees what control_handle put in *a. */
 void control_answer_free(struct control_answer *a);
-
-/* Fills *a with the JSON error {"error": msg, "status": status}: for an engine that refuses a
- * request before control_handle (a body over CONTROL_BODY_MAX: 413). */
-void control_error(struct control_answer *a, unsigned status, const char *msg);
 
 /* The routes a table was built from, as an editable list of config routes (deep copies). */
 struct control_list {

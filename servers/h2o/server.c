@@ -869,9 +869,7 @@ static int on_control_req(h2o_handler_t *self, h2o_req_t *req)
     req->res.status = (int)a.status;
     req->res.reason = route_reason(a.status);
     req->res.content_length = a.status == 204 ? SIZE_MAX : a.body_len;
-    req->http1_is_persistent = 0;
-    if (a.status != 204)
-        add_header(req, "Content-Type", "application/json");
+    req->http1_is_persistent = !a.close;
     for (size_t i = 0; i < a.nheaders; i++)
         add_header(req, a.headers[i].name, a.headers[i].value);
     h2o_send_inline(req, a.body, a.body_len);

@@ -79,9 +79,8 @@ static enum MHD_Result on_control(void *cls, struct MHD_Connection *conn, const 
         return MHD_NO;
     }
     a.body = NULL; /* the response frees it */
-    if (a.status != 204)
-        MHD_add_response_header(resp, "Content-Type", "application/json");
-    MHD_add_response_header(resp, "Connection", "close");
+    if (a.close)
+        MHD_add_response_header(resp, "Connection", "close");
     for (size_t i = 0; i < a.nheaders; i++)
         MHD_add_response_header(resp, a.headers[i].name, a.headers[i].value);
     enum MHD_Result rc = MHD_queue_response(conn, a.status, resp);

@@ -101,6 +101,9 @@ static void control_api_answers_alike(const struct itest_env *env)
                         calls[i].path, ra.body, rb.body);
         char ct[64];
         CHECK_STR(reply_header(&ra, "Content-Type", ct, sizeof ct), "application/json");
+        CHECK_STR(reply_header(&rb, "Content-Type", ct, sizeof ct), "application/json");
+        CHECK_STR(reply_header(&ra, "Connection", ct, sizeof ct), "close");
+        CHECK_STR(reply_header(&rb, "Connection", ct, sizeof ct), "close");
         cJSON *parsed = cJSON_Parse(ra.body);
         CHECK(parsed != NULL);
         cJSON_Delete(parsed);

@@ -295,6 +295,12 @@ static void only_the_pages_origin_may_call(void)
         origin_hdr = cases[i].origin;
         unsigned st = call(&f, "OPTIONS", "/routes/test", NULL, NULL, NULL);
         CHECK_INT(st, cases[i].ok ? 204 : 403);
+        CHECK_INT(last.close, 1);
+        /* A 204 has no body and no Content-Type; every other answer is JSON. */
+        if (cases[i].ok)
+            CHECK(answer_header("Content-Type") == NULL);
+        else
+            CHECK_STR(answer_header("Content-Type"), "application/json");
         const char *allow = answer_header("Access-Control-Allow-Origin");
         if (cases[i].ok) {
             CHECK_STR(allow ? allow : "(none)", cases[i].origin);
