@@ -59,7 +59,7 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
     x->decided_at = 0;
     x->pe.state = POOL_OUT;
     x->pe.flushed = 0;
-    x->admit = admit;
+    x->pe.admit = admit;
     x->refused = 0;
     x->stopped = 0;
     x->refused_head = 0;
@@ -102,7 +102,7 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
         net_format_peer(rq->peer, x->record->client, sizeof x->record->client);
     }
     x->pool = service_pool_of(svc, &x->plan);
-    x->overflow_reset = svc->overflow_reset;
+    x->overflow_reset = svc->overflow_reset != 0;
     stats_request_begin(sh, x->plan.stats_id);
 }
 
@@ -280,7 +280,6 @@ enum exchange_do exchange_hold(struct exchange *x, struct timer_heap *h)
 {
     if (!x->pool || x->pe.state == POOL_ADMITTED)
         return after_worker(x, h);
-    x->pe.admit = x->admit;
     x->state = EXCHANGE_QUEUED; /* before an admission from another thread can hand it back */
     switch (pool_enter(x->pool, &x->pe)) {
     case POOL_ADMITTED:

@@ -96,20 +96,20 @@ struct exchange {
     enum exchange_state state;
     enum exchange_do next; /* what exchange_next returns once the body is in */
     unsigned answered;     /* status of the queued answer, 0 if none */
+    /* Flags, a byte each: every waiting request carries this record (issue 16). */
+    unsigned char overflow_reset; /* refused requests are reset, not answered 503 */
+    unsigned char refused;        /* refused by the worker pool */
+    unsigned char stopped;        /* answered a 503 of the core's ("server stopping", "too many
+                                     waiting requests") instead of its plan */
+    unsigned char refused_head;   /* the head failed head_check: answered at once, then closed */
+    unsigned char in_queue;       /* counted as queued for a worker (stats_queue_begin) */
     struct stats_shard *shard;
-    struct service *svc;                 /* whose stop makes every answer close its connection */
-    struct route_table *table;           /* the generation that planned it, held until _end */
-    struct upload *upload;               /* PLAN_UPLOAD only, between exchange_on_head and _end */
-    uint64_t decided_at;                 /* upload bytes received when its answer was decided */
-    struct pool *pool;                   /* the table's worker pool, or NULL */
-    struct pool_entry pe;                /* its place in the pool */
-    void (*admit)(struct pool_entry *e); /* the engine's hand-back of a parked request */
-    int overflow_reset;                  /* refused requests are reset, not answered 503 */
-    int refused;                         /* refused by the worker pool */
-    int stopped; /* answered a 503 of the core's ("server stopping", "too many waiting requests")
-                    instead of its plan */
-    int refused_head;               /* the head failed head_check: answered at once, then closed */
-    int in_queue;                   /* counted as queued for a worker (stats_queue_begin) */
+    struct service *svc;            /* whose stop makes every answer close its connection */
+    struct route_table *table;      /* the generation that planned it, held until _end */
+    struct upload *upload;          /* PLAN_UPLOAD only, between exchange_on_head and _end */
+    uint64_t decided_at;            /* upload bytes received when its answer was decided */
+    struct pool *pool;              /* the table's worker pool, or NULL */
+    struct pool_entry pe;           /* its place in the pool; pe.admit is the engine's hand-back */
     uint64_t begun_us;              /* when the request came in (timer_now_us clock) */
     uint64_t due_us;                /* when its delay was due, 0 if it had none */
     uint64_t sent_us;               /* when its answer was queued (paced bodies start there) */

@@ -203,8 +203,13 @@ static void init_with(struct route_table *t, const struct config *cfg,
            "text/css; charset=utf-8");
     route_table_set_csp(t, NULL);
     t->other_slot = t->count;
-    for (size_t i = 0; i < t->count; i++)
-        set_timing(t, &t->routes[i]);
+    for (size_t i = 0; i < t->count; i++) {
+        struct route *r = &t->routes[i];
+        set_timing(t, r);
+        r->error_body_len = route_error_json(r->error_body, sizeof r->error_body, r->error_status,
+                                             r->own_error ? "injected by the route's error-rate"
+                                                          : "injected by --error-rate");
+    }
 }
 
 void route_table_init(struct route_table *t, const struct config *cfg)
@@ -330,13 +335,14 @@ static int method_matches(const char *want, const char *method)
     return strcmp(want, "GET") == 0 && strcmp(method, "HEAD") == 0;
 }
 
-void route_plan_error(struct plan *out, unsigned status, const char *msg)
+/* The plan answers status with body (JSON), at once, as an error. */
+static void plan_error_body(struct plan *out, unsigned status, const char *body, size_t len)
 {
     out->action = PLAN_RESPOND;
     out->status = status;
     out->content_type = ct_json;
-    out->body_len = route_error_json(out->text, sizeof out->text, status, msg);
-    out->body = out->text;
+    out->body_len = len;
+    out->body = body;
     out->headers = NULL;
     out->nheaders = 0;
     out->delay_us = 0;
@@ -344,6 +350,12 @@ void route_plan_error(struct plan *out, unsigned status, const char *msg)
     out->cacheable = 0;
     out->drip = (struct delay_drip){0, 0};
     out->truncate = 0;
+}
+
+void route_plan_error(struct plan *out, unsigned status, const char *msg)
+{
+    plan_error_body(out, status, out->text,
+                    route_error_json(out->text, sizeof out->text, status, msg));
 }
 
 int route_hex_digit(char c)
@@ -788,9 +800,7 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
             /* The injected error still takes the request's delay, as a real failure would. */
             uint64_t delay = out->delay_us;
             const char *timing = out->timing;
-            route_plan_error(out, r->error_status,
-                             r->own_error ? "injected by the route's error-rate"
-                                          : "injected by --error-rate");
+            plan_error_body(out, r->error_status, r->error_body, r->error_body_len);
             out->delay_us = delay;
             out->timing = timing;
             return;

@@ -58,6 +58,8 @@ struct route {
     size_t slot;                   /* its stats id, draw stream and pool, kept by path across
                                       generations of the table (service.h); the index at first */
     char timing[ROUTE_TIMING_LEN]; /* Server-Timing value of a fixed delay, else "" */
+    char error_body[96];           /* the JSON body of its injected errors (error-rate) */
+    size_t error_body_len;
     struct config_header own_headers[CONFIG_ROUTE_HEADERS];
 };
 
@@ -108,10 +110,10 @@ enum plan_action {
 
 struct plan {
     enum plan_action action;
+    unsigned status;
     const struct route *route; /* NULL when no route matched */
     size_t route_id;           /* index of route in the table, when route is not NULL */
     size_t stats_id; /* for the stats module: route index, ROUTE_STATS_OTHER or STATS_UNCOUNTED */
-    unsigned status;
     const char *content_type;
     const char *body; /* valid as long as the plan and the table */
     size_t body_len;
@@ -121,13 +123,18 @@ struct plan {
     uint64_t delay_us;      /* 0: answer at once */
     const char *timing;     /* Server-Timing header value, or NULL for none */
     const char *allow;      /* Allow header value for 405, or NULL */
+    struct delay_drip drip; /* send the body in drip.chunks pieces over drip.over_us */
     int cacheable;          /* 1 if this is the route's default answer: an engine may reuse one
                                prebuilt response per route for it */
-    struct delay_drip drip; /* send the body in drip.chunks pieces over drip.over_us */
     int truncate;           /* announce body_len, send half of it, then close */
     int close;              /* close the connection after this answer (Connection: close) */
-    char timing_buf[ROUTE_TIMING_LEN];
-    char text[192]; /* storage for bodies built per request */
+    /* A plan needs one or the other, never both: an error of route_plan_error is answered at
+     * once, with no Server-Timing, and an injected error (error-rate), which keeps its delay,
+     * answers its route's prebuilt body. Every waiting request carries this record (issue 16). */
+    union {
+        char timing_buf[ROUTE_TIMING_LEN];
+        char text[192]; /* storage for bodies built per request */
+    };
 };
 
 /* 1 if an answer with this status carries neither a body nor a Content-Length: 1xx, 204 and
