@@ -20,6 +20,7 @@
 
 #include "drain.h"
 #include "net.h"
+#include "pool_fit.h"
 #include "exchange.h"
 #include "service.h"
 #include "route.h"
@@ -40,13 +41,15 @@ struct h2s_request {
     struct exchange x; /* first member: a popped timer node leads back to the request */
     h2o_req_t *req;
     struct h2s_loop *loop;
-    int in_inbox; /* admitted by another thread, not yet taken by the loop; under inbox_lock */
     h2o_generator_t gen;   /* a paced body (?drip=, ?fault=truncate) */
     uint64_t sent;         /* its bytes handed to libh2o so far */
-    int sending;           /* bytes handed to libh2o and not yet sent (proceed is due) */
-    int head_sent;         /* the head went out ahead of the first chunk */
     struct h2s_conn *conn; /* while its whole answer is being sent (send_plan), else NULL */
     struct h2s_conn *on;   /* the connection it came on, or NULL */
+    /* Flags, a byte each: every waiting request carries this record (issue 16). */
+    unsigned char in_inbox;  /* admitted by another thread, not yet taken by the loop; under
+                                inbox_lock */
+    unsigned char sending;   /* bytes handed to libh2o and not yet sent (proceed is due) */
+    unsigned char head_sent; /* the head went out ahead of the first chunk */
 };
 
 struct h2s_conn {
@@ -359,15 +362,24 @@ static int client_gone(h2o_req_t *req)
 
 static void act(struct h2s_request *r, enum exchange_do d);
 
+/* At most this many due requests are answered in one turn of the loop. libh2o writes a turn's
+ * answers when the turn ends and frees each one's pool (a 4 KiB chunk, taken as it answers) once
+ * written: a wave of 50 000 due at once answered in one turn held 200 MiB until the turn ended,
+ * and sent its first answer only after the last was made. */
+#define ANSWERS_PER_TURN 1024
+
 /* Carries out what the core decided for the requests due by `now` (all of them, given up, with
- * give_up). */
-static void fire_due(struct h2s_loop *loop, uint64_t now, int give_up)
+ * give_up). Returns 1 if more are due than a turn answers. */
+static int fire_due(struct h2s_loop *loop, uint64_t now, int give_up)
 {
     struct timer_node *node;
-    while ((node = timer_heap_pop_due(&loop->timers, now)) != NULL) {
+    for (unsigned n = 0; give_up || n < ANSWERS_PER_TURN; n++) {
+        if ((node = timer_heap_pop_due(&loop->timers, now)) == NULL)
+            return 0;
         struct h2s_request *r = (struct h2s_request *)(void *)exchange_of_timer(node);
         act(r, exchange_on_timer(&r->x, !give_up && client_gone(r->req), give_up));
     }
+    return 1;
 }
 
 static void on_timer(h2o_socket_t *sock, const char *err)
@@ -379,7 +391,8 @@ static void on_timer(h2o_socket_t *sock, const char *err)
         LOG(loop->srv->log, LOG_LEVEL_WARN, "timerfd read: %s", strerror(errno));
     loop->armed_us = 0;
     loop->fired_us = timer_now_us();
-    fire_due(loop, loop->fired_us, 0);
+    if (fire_due(loop, loop->fired_us, 0))
+        loop->fired_us = 0; /* the rest in the next turn, at once */
     arm_timer(loop);
 }
 
@@ -638,6 +651,10 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         d = exchange_on_body(&r->x, req->entity.base, req->entity.len);
     if (d == EXCHANGE_DO_READ || d == EXCHANGE_DO_ANSWER)
         d = exchange_next(&r->x);
+    /* A request about to wait keeps only what its pool holds, not libh2o's 4 KiB chunk: nothing
+     * but the request, its pool and the handle point into the pool yet (pool_fit.h). */
+    if (d == EXCHANGE_DO_HOLD)
+        *handle = r = pool_fit(req, r);
     act(r, d);
     return 0;
 }
@@ -1003,6 +1020,9 @@ static int setup_tls(struct app_server *srv, char *err)
 static int setup_globalconf(struct app_server *srv, char *err)
 {
     h2o_globalconf_t *g = &srv->globalconf;
+    if (!pool_fit_init())
+        LOG(srv->log, LOG_LEVEL_INFO, "%s",
+            "libh2o's pool layout is not 2.2.5's: waiting requests keep their 4 KiB chunk");
     h2o_config_init(g);
     g->server_name = h2o_iovec_init(H2O_STRLIT(""));
     g->max_request_entity_size = srv->cfg->max_body;
