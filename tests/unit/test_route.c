@@ -540,6 +540,34 @@ static void route_error_rate_follows_the_seed(void)
     route_table_cleanup(&b);
 }
 
+/* An injected error keeps the delay it drew and says so in Server-Timing, and answers its
+ * route's own error body: a plan holds its drawn Server-Timing and an error text in the same
+ * storage (issue 16), so an injected error must not write the text. */
+static void route_injected_error_keeps_its_drawn_timing(void)
+{
+    struct config cfg = config_defaults;
+    struct route_table t;
+    struct plan p;
+    char err[128];
+    cfg.error_rate = 1;
+    cfg.error_status = 503;
+    cfg.seed = 5;
+    CHECK_INT(delay_spec_parse(&cfg.delay, "10ms..20ms", err, sizeof err), 0);
+    route_table_init(&t, &cfg);
+    for (int i = 0; i < 100; i++) {
+        plan(&t, "GET", "/test", &p);
+        CHECK_INT(p.status, 503);
+        CHECK(p.delay_us >= 10000 && p.delay_us <= 20000);
+        char want[64];
+        char ms[32];
+        delay_format_ms(p.delay_us, ms, sizeof ms);
+        snprintf(want, sizeof want, "delay;dur=%s", ms);
+        CHECK_STR(p.timing ? p.timing : "(none)", want);
+        CHECK_STR(p.body, "{\"error\": \"injected by --error-rate\", \"status\": 503}");
+    }
+    route_table_cleanup(&t);
+}
+
 static void route_config_routes_replace_and_add(void)
 {
     struct config cfg = config_defaults;
@@ -785,6 +813,7 @@ int main(void)
     route_overrides_out_of_range_get_400_naming_the_parameter();
     route_no_overrides_ignores_them();
     route_error_rate_follows_the_seed();
+    route_injected_error_keeps_its_drawn_timing();
     route_config_routes_replace_and_add();
     route_query_param_decodes_and_finds_exact_names();
     route_plans_every_builtin();
