@@ -87,7 +87,13 @@ struct h2s_loop {
     int timer_fd;
     h2o_socket_t *timer_sock;
     uint64_t armed_us; /* deadline the timerfd is armed for, 0 if disarmed */
-    uint64_t fired_us; /* when it last expired (on_timer) */
+    uint64_t fired_us; /* when due requests were last answered (on_fire) */
+    /* Due requests are answered in the timeout phase of a turn, after its reads and before
+     * libh2o writes the turn's HTTP/2 frames: a 0 ms list made before the contexts' own, so that
+     * libh2o runs it first. The timerfd only wakes a loop that waits. */
+    h2o_timeout_t fire_phase;
+    h2o_timeout_entry_t fire_entry;
+    int more_due; /* more were due than a turn answers: the next turn answers on */
     int wake_fd;
     h2o_socket_t *wake_sock;
     /* Requests admitted to a worker of --workers by other threads, for this loop to carry on. */
@@ -382,6 +388,40 @@ static int fire_due(struct h2s_loop *loop, uint64_t now, int give_up)
     return 1;
 }
 
+/* Has this turn's timeout phase answer what is due by then (on_fire). Called by the timerfd,
+ * by every request read (on_req) and between turns while more are due (serve). The timerfd
+ * alone was not enough: epoll hands out ready sockets in the order they became ready, 256 a
+ * turn, so with thousands of connections readable the timerfd waited turns behind them, and a
+ * wave of due answers went out 1024 per round of every readable connection: 70 to 170 ms late
+ * at 10 000 HTTP/1.1 connections and at 100 000 h2c streams (doc/benchmarks.md, issue 16). */
+static void want_fire(struct h2s_loop *loop)
+{
+    if (!h2o_timeout_is_linked(&loop->fire_entry))
+        h2o_timeout_link(loop->evloop, &loop->fire_phase, &loop->fire_entry);
+}
+
+static void on_fire(h2o_timeout_entry_t *entry)
+{
+    struct h2s_loop *loop = H2O_STRUCT_FROM_MEMBER(struct h2s_loop, fire_entry, entry);
+    uint64_t now = timer_now_us();
+    struct timer_node *top = timer_heap_peek(&loop->timers);
+    /* Nothing due yet, or answered less than a batch ago with the timerfd armed for the rest:
+     * the timerfd comes back (armed anew here if it expired for a request gone since). */
+    if (!top || top->due_us > now ||
+        (!loop->more_due && loop->armed_us && now < loop->fired_us + TIMER_BATCH_US)) {
+        arm_timer(loop);
+        return;
+    }
+    loop->more_due = 0;
+    loop->fired_us = now;
+    loop->armed_us = 0;
+    if (fire_due(loop, now, 0)) {
+        loop->more_due = 1;
+        loop->fired_us = 0;
+    }
+    arm_timer(loop);
+}
+
 static void on_timer(h2o_socket_t *sock, const char *err)
 {
     struct h2s_loop *loop = sock->data;
@@ -390,10 +430,7 @@ static void on_timer(h2o_socket_t *sock, const char *err)
     if (read(loop->timer_fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
         LOG(loop->srv->log, LOG_LEVEL_WARN, "timerfd read: %s", strerror(errno));
     loop->armed_us = 0;
-    loop->fired_us = timer_now_us();
-    if (fire_due(loop, loop->fired_us, 0))
-        loop->fired_us = 0; /* the rest in the next turn, at once */
-    arm_timer(loop);
+    want_fire(loop);
 }
 
 static long on_lookup(void *ctx, enum route_input kind, const char *name, char *buf, size_t len)
@@ -606,11 +643,11 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     size_t mlen = req->method.len < sizeof method - 1 ? req->method.len : sizeof method - 1;
     (void)self;
 
-    /* Due requests are answered from the timerfd only (on_timer), never from here: answering
+    /* Due requests are answered at the end of the turn (on_fire), never from here: answering
      * them while arrivals are read ties the two together, so that one second's answers and the
      * next second's arrivals gather into a burst that never spreads out again. At 10 000
      * HTTP/1.1 connections that kept 0.8 of ideal with 200 ms of lateness (doc/benchmarks.md,
-     * issue 16); the timerfd is the first socket libh2o runs in a turn. */
+     * issue 16). */
     memcpy(method, req->method.base, mlen);
     method[mlen] = '\0';
     /* The record lives in the request's pool, whose first chunk (4 KiB) every request has and
@@ -656,6 +693,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     if (d == EXCHANGE_DO_HOLD)
         *handle = r = pool_fit(req, r);
     act(r, d);
+    want_fire(loop);
     return 0;
 }
 
@@ -812,6 +850,8 @@ static void serve(struct h2s_loop *loop)
             }
             wait_us = wait_us < STALL_EVERY_US ? wait_us : STALL_EVERY_US;
         }
+        if (loop->more_due)
+            want_fire(loop); /* and libh2o's next turn does not wait */
         if (turn(loop, drain_wait_us(&loop->drain, timer_now_us(), wait_us) / 1000) != 0)
             return;
     }
@@ -845,6 +885,9 @@ static void teardown(struct h2s_loop *loop)
     if (h2o_timeout_is_linked(&loop->ctx.http2._graceful_shutdown_timeout))
         h2o_timeout_unlink(&loop->ctx.http2._graceful_shutdown_timeout);
     h2o_context_dispose(&loop->ctx);
+    if (h2o_timeout_is_linked(&loop->fire_entry))
+        h2o_timeout_unlink(&loop->fire_entry);
+    h2o_timeout_dispose(loop->evloop, &loop->fire_phase);
     h2o_timeout_dispose(loop->evloop, &loop->accept_pause);
     h2o_timeout_dispose(loop->evloop, &loop->limit_pause);
     h2o_evloop_destroy(loop->evloop);
@@ -950,6 +993,9 @@ static void *loop_main(void *arg)
      * larger one grows the buffer) hold a waiting HTTP/1.1 connection to nginx's memory. */
     h2o_socket_buffer_prototype._initial_buf.capacity = H2O_SOCKET_INITIAL_INPUT_BUFFER_SIZE + 512;
     loop->evloop = h2o_evloop_create();
+    /* Before the contexts' lists: libh2o runs a turn's timeout lists in the order made. */
+    h2o_timeout_init(loop->evloop, &loop->fire_phase, 0);
+    loop->fire_entry.cb = on_fire;
     h2o_context_init(&loop->ctx, loop->evloop, &srv->globalconf);
     loop->accept_ctx.ctx = &loop->ctx;
     loop->accept_ctx.hosts = srv->globalconf.hosts;
