@@ -430,7 +430,7 @@ static void on_timer(h2o_socket_t *sock, const char *err)
     if (read(loop->timer_fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
         LOG(loop->srv->log, LOG_LEVEL_WARN, "timerfd read: %s", strerror(errno));
     loop->armed_us = 0;
-    want_fire(loop);
+    want_fire(loop); /* on_fire answers at the end of this turn */
 }
 
 static long on_lookup(void *ctx, enum route_input kind, const char *name, char *buf, size_t len)
@@ -928,7 +928,7 @@ static int on_control_req(h2o_handler_t *self, h2o_req_t *req)
     control_handle(loop->srv->control, &rq, &a);
     req->res.status = (int)a.status;
     req->res.reason = route_reason(a.status);
-    req->res.content_length = a.status == 204 ? SIZE_MAX : a.body_len;
+    req->res.content_length = route_status_bodiless(a.status) ? SIZE_MAX : a.body_len;
     req->http1_is_persistent = !a.close;
     for (size_t i = 0; i < a.nheaders; i++)
         add_header(req, a.headers[i].name, a.headers[i].value);

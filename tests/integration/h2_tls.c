@@ -273,6 +273,32 @@ static void h2_drip_and_faults(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
+/* A waiting request whose client gives up leaves the timer armed for it (its HTTP/2 stream ends
+ * with the connection); the next request, due later, is still answered on time: the timer is
+ * armed anew when it expires for the request that left. */
+static void h2_answer_after_a_request_that_left(const struct itest_env *env)
+{
+    struct server s;
+    if (start_tls(env, &s, "0") != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    struct target gone = {s.port, 1, CURL_HTTP_VERSION_2_0, 200};
+    struct target t = {s.port, 1, CURL_HTTP_VERSION_2_0, 5000};
+    struct reply r;
+    http_request_to(&gone, "GET", "/echo?delay=1s", NULL, NULL, &r, NULL);
+    CHECK_INT(r.curl_code, CURLE_OPERATION_TIMEDOUT);
+    CHECK_INT(await_stat(&t, "routes./echo.cancels", 1, 3), 1);
+    double t0 = now_seconds();
+    http_request_to(&t, "GET", "/echo?delay=1500ms", NULL, NULL, &r, NULL);
+    double took = now_seconds() - t0;
+    CHECK_INT(r.curl_code, 0);
+    CHECK_STR(r.body, "OK");
+    if (took < 1.5 || took > 1.5 + LONE_SLACK)
+        CHECK_FAIL_("answered in %.3f s, want 1.5 s", took);
+    stop_expect_clean(&s);
+}
+
 /* HTTP/2: fault=close and fault=reset end the whole connection, as a failing server would:
  * another stream waiting on the same connection ends with it, which the server counts as that
  * stream's client leaving (libcurl then retries the request on a new connection, so the client
@@ -430,6 +456,8 @@ static const struct itest_case cases[] = {
      ENGINE_HTTP2},
     {"h2_drip_and_faults", h2_drip_and_faults, ITEST_PLAIN, ENGINE_HTTP2},
     {"h2_faults_end_the_connection", h2_faults_end_the_connection, ITEST_PLAIN, ENGINE_HTTP2},
+    {"h2_answer_after_a_request_that_left", h2_answer_after_a_request_that_left, ITEST_PLAIN,
+     ENGINE_HTTP2},
     {"h2_streams_capped_at_100_per_connection", h2_streams_capped_at_100_per_connection,
      ITEST_PLAIN, ENGINE_HTTP2},
 };
