@@ -388,12 +388,13 @@ static int fire_due(struct h2s_loop *loop, uint64_t now, int give_up)
     return 1;
 }
 
-/* Has this turn's timeout phase answer what is due by then (on_fire). Called by the timerfd,
- * by every request read (on_req) and between turns while more are due (serve). The timerfd
- * alone was not enough: epoll hands out ready sockets in the order they became ready, 256 a
- * turn, so with thousands of connections readable the timerfd waited turns behind them, and a
- * wave of due answers went out 1024 per round of every readable connection: 70 to 170 ms late
- * at 10 000 HTTP/1.1 connections and at 100 000 h2c streams (doc/benchmarks.md, issue 16). */
+/* Asks this turn's timeout phase to answer what is due by then (on_fire). Called by the
+ * timerfd, by every request read (on_req) and between turns while more are due (serve). The
+ * timerfd alone was not enough: epoll hands out ready sockets in the order they became ready,
+ * 256 a turn, so with thousands of connections readable the timerfd waited turns behind them,
+ * and a wave of due answers went out 1024 per round of every readable connection: up to 170 ms
+ * late at 100 000 h2c streams, an overshoot p99 of 5-10 ms at 10 000 HTTP/1.1 connections
+ * (doc/benchmarks.md, issue 16, third round). */
 static void want_fire(struct h2s_loop *loop)
 {
     if (!h2o_timeout_is_linked(&loop->fire_entry))
