@@ -571,6 +571,18 @@ static int route_count(const cJSON *it, unsigned lo, unsigned *out)
     return 0;
 }
 
+/* 1 if the path has a "." or ".." segment: a request's path is routed with those resolved
+ * (route_path_resolve), so no request could reach such a route. */
+static int has_dot_segment(const char *path)
+{
+    for (const char *s = strchr(path, '/'); s; s = strchr(s + 1, '/')) {
+        size_t n = strcspn(s + 1, "/");
+        if ((n == 1 && s[1] == '.') || (n == 2 && s[1] == '.' && s[2] == '.'))
+            return 1;
+    }
+    return 0;
+}
+
 int config_route_apply(struct config_route *r, const cJSON *o, int with_path, char *why,
                        size_t whylen)
 {
@@ -584,6 +596,12 @@ int config_route_apply(struct config_route *r, const cJSON *o, int with_path, ch
             if (!cJSON_IsString(it) || it->valuestring[0] != '/' ||
                 strpbrk(it->valuestring, "? \t\r\n")) {
                 snprintf(why, whylen, "path: must be a string starting with / (no query)");
+                return -EINVAL;
+            }
+            if (has_dot_segment(it->valuestring)) {
+                snprintf(why, whylen,
+                         "path: a \".\" or \"..\" segment never matches (requests are routed "
+                         "with them resolved): write the path without it");
                 return -EINVAL;
             }
             free(r->path); /* a repeated key: the last one wins */

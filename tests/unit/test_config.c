@@ -259,6 +259,9 @@ static void config_route_errors_name_the_entry(void)
          "routes[1].delay: bad duration '1sec'"},
         {"{\"routes\": [{\"method\": \"GET\"}]}", "routes[0].path: missing"},
         {"{\"routes\": [{\"path\": \"a\"}]}", "routes[0].path: must be a string starting with /"},
+        {"{\"routes\": [{\"path\": \"/.\"}]}", "routes[0].path: a \".\" or \"..\" segment"},
+        {"{\"routes\": [{\"path\": \"/a/../b\"}]}", "routes[0].path: a \".\" or \"..\" segment"},
+        {"{\"routes\": [{\"path\": \"/a/..\"}]}", "routes[0].path: a \".\" or \"..\" segment"},
         {"{\"routes\": [{\"path\": \"/a\", \"status\": 700}]}",
          "routes[0].status: must be an HTTP status from 200 to 599"},
         {"{\"routes\": [{\"path\": \"/a\", \"status\": 101}]}",
@@ -304,6 +307,15 @@ static void config_route_errors_name_the_entry(void)
             check_passed++;
         unlink(path);
     }
+    /* Dots that are not a whole segment are a path's own. */
+    struct config cfg;
+    char err[CORE_ERR_LEN] = "";
+    const char *path = write_tmp("{\"routes\": [{\"path\": \"/.well-known/a..b/...\"}]}");
+    const char *args[] = {"--config", path, NULL};
+    CHECK_INT(load(&cfg, args, NULL, err), 0);
+    CHECK_STR(cfg.routes[0].path, "/.well-known/a..b/...");
+    config_cleanup(&cfg);
+    unlink(path);
 }
 
 static void config_load_shaping_options(void)

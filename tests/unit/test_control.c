@@ -169,6 +169,10 @@ static void routes_come_and_go(void)
               200);
     cJSON_Delete(j);
     CHECK_INT(call(&f, "POST", "/routes", "{\"path\": \"/api/orders\"}", NULL, NULL), 409);
+    /* A path no request could reach (routing resolves dot segments): refused, said why. */
+    CHECK_INT(call(&f, "POST", "/routes", "{\"path\": \"/api/./x\"}", NULL, &j), 400);
+    CHECK(strstr(cJSON_GetObjectItem(j, "error")->valuestring, "segment never matches") != NULL);
+    cJSON_Delete(j);
     plan(&f, "/api/orders", &p);
     CHECK_INT(p.status, 200);
     CHECK_U64(p.delay_us, 5000);
