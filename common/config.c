@@ -1,5 +1,6 @@
 #include "config.h"
 #include "cpus.h"
+#include "route.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -571,16 +572,18 @@ static int route_count(const cJSON *it, unsigned lo, unsigned *out)
     return 0;
 }
 
-/* 1 if the path has a "." or ".." segment: a request's path is routed with those resolved
- * (route_path_resolve), so no request could reach such a route. */
+/* 1 if the path has a "." or ".." segment: a request's path is routed with those resolved, so
+ * no request could reach such a route. The router's own resolution says (route_path_resolve). */
 static int has_dot_segment(const char *path)
 {
-    for (const char *s = strchr(path, '/'); s; s = strchr(s + 1, '/')) {
-        size_t n = strcspn(s + 1, "/");
-        if ((n == 1 && s[1] == '.') || (n == 2 && s[1] == '.' && s[2] == '.'))
-            return 1;
-    }
-    return 0;
+    size_t len = strlen(path);
+    char *resolved = malloc(len + 1);
+    if (!resolved)
+        return 0;
+    size_t n = route_path_resolve(path, len, resolved);
+    int differs = n != len || memcmp(resolved, path, len) != 0;
+    free(resolved);
+    return differs;
 }
 
 int config_route_apply(struct config_route *r, const cJSON *o, int with_path, char *why,
