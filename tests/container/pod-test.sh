@@ -56,7 +56,7 @@ stop_and_check() {
 
 # sidecar NAME PROGRAM PORT: one pod, the server configured by environment only.
 sidecar() {
-    local name=$1 program=$2 port=$3 pod start out
+    local name=$1 program=$2 port=$3 pod start out logs
     pod=slowsrv-ct-$$-$name
     start=$(ct_now)
     podman pod create --name "$pod" --network none >/dev/null
@@ -74,7 +74,9 @@ sidecar() {
         grep -q 'HTTP/2 ' <<<"$out" || ct_die "slowsrv-h2o: /test over h2c was not HTTP/2"
     fi
     stop_and_check "$pod" "$pod-srv" "$port" "$program"
-    podman logs "$pod-srv" 2>&1 | grep -Eq " threads=1 \(cpu\.(max|cfs_quota_us) 100000/100000\)\)$" ||
+    # Read whole before grep: with pipefail, `podman logs | grep -q` fails when grep exits first.
+    logs=$(podman logs "$pod-srv" 2>&1)
+    grep -Eq " threads=1 \(cpu\.(max|cfs_quota_us) 100000/100000\)\)$" <<<"$logs" ||
         ct_die "$program: --cpus 1 without SLOWSRV_THREADS did not give threads=1 (cpu.max ...)"
 
     if [ "$program" = slowsrv ]; then
