@@ -374,6 +374,34 @@ static void act(struct h2s_request *r, enum exchange_do d);
  * and sent its first answer only after the last was made. */
 #define ANSWERS_PER_TURN 1024
 
+/* Asks the CPU for what the next due requests' answers read, while this one is answered: a
+ * request has waited its delay, so its record and libh2o's request are out of the cache. Each
+ * step reads only what the step before asked for an answer earlier: the third request's record,
+ * the second's libh2o request, the next one's pool. */
+static void prefetch_next(struct h2s_loop *loop, uint64_t now)
+{
+    struct timer_node *n1 = timer_heap_peek(&loop->timers);
+    if (!n1 || n1->due_us > now)
+        return;
+    struct h2s_request *r1 = (struct h2s_request *)(void *)exchange_of_timer(n1);
+    if (r1->req)
+        __builtin_prefetch(r1->req->pool.chunks);
+    struct timer_node *n2 = n1->next;
+    if (!n2)
+        return;
+    struct h2s_request *r2 = (struct h2s_request *)(void *)exchange_of_timer(n2);
+    const char *req = (const char *)r2->req;
+    for (size_t off = 0; req && off < sizeof *r2->req; off += 64)
+        __builtin_prefetch(req + off);
+    struct timer_node *n3 = n2->next;
+    if (!n3)
+        return;
+    struct h2s_request *r3 = (struct h2s_request *)(void *)exchange_of_timer(n3);
+    __builtin_prefetch(n3);
+    __builtin_prefetch(&r3->req);
+    __builtin_prefetch(&r3->x.plan);
+}
+
 /* Carries out what the core decided for the requests due by `now` (all of them, given up, with
  * give_up). Returns 1 if more are due than a turn answers. */
 static int fire_due(struct h2s_loop *loop, uint64_t now, int give_up)
@@ -382,6 +410,7 @@ static int fire_due(struct h2s_loop *loop, uint64_t now, int give_up)
     for (unsigned n = 0; give_up || n < ANSWERS_PER_TURN; n++) {
         if ((node = timer_heap_pop_due(&loop->timers, now)) == NULL)
             return 0;
+        prefetch_next(loop, now);
         struct h2s_request *r = (struct h2s_request *)(void *)exchange_of_timer(node);
         act(r, exchange_on_timer(&r->x, !give_up && client_gone(r->req), give_up));
     }
