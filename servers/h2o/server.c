@@ -1,6 +1,7 @@
 #include "server.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -94,7 +95,12 @@ struct h2s_loop {
     h2o_timeout_t fire_phase;
     h2o_timeout_entry_t fire_entry;
     int more_due; /* more were due than a turn answers: the next turn answers on */
+    /* Written by other threads (the stop, on_admit) until every loop has been joined, so it is
+     * closed only then (h2s_server_free). libh2o watches a duplicate, wake_poll_fd, and closes
+     * it with the loop: closing the one others write to raced a stop, which then wrote to a
+     * closed descriptor, or to whatever file had just been given its number. */
     int wake_fd;
+    int wake_poll_fd; /* until the loop's libh2o socket owns it */
     h2o_socket_t *wake_sock;
     /* Requests admitted to a worker of --workers by other threads, for this loop to carry on. */
     pthread_mutex_t inbox_lock;
@@ -903,7 +909,7 @@ static void teardown(struct h2s_loop *loop)
     h2o_socket_read_stop(loop->wake_sock);
     h2o_socket_close(loop->wake_sock);
     loop->timer_sock = loop->wake_sock = NULL;
-    loop->timer_fd = loop->wake_fd = -1;
+    loop->timer_fd = -1;
     h2o_evloop_run(loop->evloop, 0);
     if (conns_open(&loop->ctx)) {
         LOG(loop->srv->log, LOG_LEVEL_WARN, "loop %zu: connections still open at exit",
@@ -1044,7 +1050,8 @@ static void *loop_main(void *arg)
     loop->timer_sock->data = loop;
     h2o_socket_read_start(loop->timer_sock, on_timer);
     loop->wake_sock =
-        h2o_evloop_socket_create(loop->evloop, loop->wake_fd, H2O_SOCKET_FLAG_DONT_READ);
+        h2o_evloop_socket_create(loop->evloop, loop->wake_poll_fd, H2O_SOCKET_FLAG_DONT_READ);
+    loop->wake_poll_fd = -1; /* the socket owns it now */
     loop->wake_sock->data = loop;
     h2o_socket_read_start(loop->wake_sock, on_wake);
     control_begin(loop);
@@ -1178,7 +1185,7 @@ static int h2s_server_start(struct app_server *srv, struct app_base *base, char 
     for (size_t i = 0; i < srv->nloops; i++) {
         srv->loops[i].listen_fd = base->listen_fds[i];
         base->listen_fds[i] = -1;
-        srv->loops[i].timer_fd = srv->loops[i].wake_fd = -1;
+        srv->loops[i].timer_fd = srv->loops[i].wake_fd = srv->loops[i].wake_poll_fd = -1;
         pthread_mutex_init(&srv->loops[i].inbox_lock, NULL);
     }
     /* Any one loop may hold every connection the limit allows. */
@@ -1190,8 +1197,9 @@ static int h2s_server_start(struct app_server *srv, struct app_base *base, char 
         loop->shard = service_shard(srv->svc, i);
         loop->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
         loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        loop->wake_poll_fd = loop->wake_fd < 0 ? -1 : fcntl(loop->wake_fd, F_DUPFD_CLOEXEC, 0);
         /* HTTP/2 multiplexes: a loop may hold up to 100 waiting streams per connection. */
-        if (loop->timer_fd < 0 || loop->wake_fd < 0 ||
+        if (loop->timer_fd < 0 || loop->wake_fd < 0 || loop->wake_poll_fd < 0 ||
             timer_heap_init(&loop->timers, per_loop * 100) != 0) {
             snprintf(err, errlen, "loop set-up: %s", strerror(errno));
             rc = -ENOMEM;
@@ -1245,6 +1253,7 @@ static void h2s_server_free(struct app_server *srv)
         net_close(&loop->listen_fd);
         net_close(&loop->timer_fd);
         net_close(&loop->wake_fd);
+        net_close(&loop->wake_poll_fd);
         timer_heap_cleanup(&loop->timers);
         pthread_mutex_destroy(&loop->inbox_lock);
     }
