@@ -57,6 +57,14 @@ void timer_heap_cancel(struct timer_heap *heap, struct timer_node *node);
 /* Returns the node with the earliest deadline without removing it, or NULL if empty. */
 struct timer_node *timer_heap_peek(const struct timer_heap *heap);
 
+/* The node listed after `node`, in deadline order: NULL when `node` is the list's last or sits
+ * in the heap (whose nodes are never linked; a heap node may still fall due before it). For
+ * looking ahead, e.g. to prefetch what the next answers read; pop_due says what is due. */
+static inline struct timer_node *timer_heap_next_listed(const struct timer_node *node)
+{
+    return node->next;
+}
+
 /* Removes and returns the earliest node if its deadline is <= now_us, else returns NULL.
  * Call in a loop to drain everything that is due. */
 struct timer_node *timer_heap_pop_due(struct timer_heap *heap, uint64_t now_us);

@@ -392,14 +392,14 @@ static void prefetch_next(struct h2s_loop *loop, uint64_t now)
     struct h2s_request *r1 = (struct h2s_request *)(void *)exchange_of_timer(n1);
     if (r1->req)
         __builtin_prefetch(r1->req->pool.chunks);
-    struct timer_node *n2 = n1->next;
+    struct timer_node *n2 = timer_heap_next_listed(n1);
     if (!n2)
         return;
     struct h2s_request *r2 = (struct h2s_request *)(void *)exchange_of_timer(n2);
     const char *req = (const char *)r2->req;
     for (size_t off = 0; req && off < sizeof *r2->req; off += 64)
         __builtin_prefetch(req + off);
-    struct timer_node *n3 = n2->next;
+    struct timer_node *n3 = timer_heap_next_listed(n2);
     if (!n3)
         return;
     struct h2s_request *r3 = (struct h2s_request *)(void *)exchange_of_timer(n3);

@@ -147,6 +147,11 @@ static void timer_in_order_deadlines_take_the_list(void)
     /* 15 and 5 came after a later deadline: the heap; the rest were in order: the list. */
     CHECK_INT(h.listed, 5);
     CHECK_INT(h.count, 2);
+    /* Looking ahead walks the list only: 10, 20, 20, 30, 40; a heap node has no next. */
+    static const size_t listed[5] = {0, 1, 2, 4, 6};
+    for (size_t i = 0; i < 5; i++)
+        CHECK(timer_heap_next_listed(&n[listed[i]]) == (i < 4 ? &n[listed[i + 1]] : NULL));
+    CHECK(timer_heap_next_listed(&n[3]) == NULL && timer_heap_next_listed(&n[5]) == NULL);
     for (size_t i = 0; i < 7; i++) {
         struct timer_node *got = timer_heap_pop_due(&h, UINT64_MAX);
         CHECK(got == &n[want[i]]);
