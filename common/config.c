@@ -573,13 +573,14 @@ static int route_count(const cJSON *it, unsigned lo, unsigned *out)
 }
 
 /* 1 if the path has a "." or ".." segment: a request's path is routed with those resolved, so
- * no request could reach such a route. The router's own resolution says (route_path_resolve). */
+ * no request could reach such a route. The router's own resolution says (route_path_resolve).
+ * -ENOMEM if it cannot tell. */
 static int has_dot_segment(const char *path)
 {
     size_t len = strlen(path);
     char *resolved = malloc(len + 1);
     if (!resolved)
-        return 0;
+        return -ENOMEM;
     size_t n = route_path_resolve(path, len, resolved);
     int differs = n != len || memcmp(resolved, path, len) != 0;
     free(resolved);
@@ -601,7 +602,12 @@ int config_route_apply(struct config_route *r, const cJSON *o, int with_path, ch
                 snprintf(why, whylen, "path: must be a string starting with / (no query)");
                 return -EINVAL;
             }
-            if (has_dot_segment(it->valuestring)) {
+            int dot = has_dot_segment(it->valuestring);
+            if (dot < 0) {
+                snprintf(why, whylen, "path: out of memory");
+                return dot;
+            }
+            if (dot) {
                 snprintf(why, whylen,
                          "path: a \".\" or \"..\" segment never matches (requests are routed "
                          "with them resolved): write the path without it");
