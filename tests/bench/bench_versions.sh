@@ -12,10 +12,13 @@
 #           h2load --h1 -t1 -c10000 --warm-up-time=15 -D 20 --log-file=…; requests/s ÷ ideal
 #           (N / 1 s), mean/p50/p99/max over h2load's per-request log (status 200), errors,
 #           server CPU per request (over warm-up and run, so it reads high)
+#   h2c     GET /test, 1 s delay, 100 000 waiting h2c streams in steady state (slowsrv-h2o
+#           only; bench_h2.sh's wait-h2c-100k-steady row): h2load -t1 -c1000 -m100
+#           --warm-up-time=5 -D 15 --log-file=…; the same figures as steady
 #   upload  POST /write multipart of 5 KB and 500 KB (bench_upload.sh's post.lua body):
 #           wrk -t1 -c50 -d10s --latency -s post.lua URL -- SIZE; requests/s, MB/s, p99,
 #           server CPU per request
-# Servers: BIN --threads 1 --port 0 --delay 1s (echo, steady) or --max-body 2G (upload), for
+# Servers: BIN --threads 1 --port 0 --delay 1s (echo, steady, h2c) or --max-body 2G (upload), for
 # BIN in slowsrv and slowsrv-h2o of each build, pinned to CPU $SERVER_CPU; the load tools and
 # this script on CPU $WRK_CPU. Before measuring, every binary of both builds must answer /echo,
 # /test after 1 s, and the exact upload bodies (curl, then a short wrk run checking every
@@ -25,8 +28,9 @@
 # Not part of the test suite. See tests/bench/README.md. Knobs (environment):
 #   OLD=dir NEW=dir    build directories holding slowsrv and slowsrv-h2o (default
 #                      OLD=/tmp/slowsrv-old/build, NEW=build-bench, the latter built if missing)
-#   REPS=3  MEASURES="echo steady upload"  BINARIES="slowsrv slowsrv-h2o"
+#   REPS=3  MEASURES="echo steady upload" (h2c on request)  BINARIES="slowsrv slowsrv-h2o"
 #   ECHO_DUR=10s                 wrk -d for /echo
+#   H2C_CONNS=1000 H2C_STREAMS=100 H2C_WARMUP=5 H2C_DUR=15   h2load -c, -m, --warm-up-time, -D (h2c)
 #   CONNS=10000 WARMUP=15 STEADY_DUR=20   h2load -c, --warm-up-time and -D for steady /test
 #   SIZES="5120 512000" UPLOAD_CONNS=50 UPLOAD_DUR=10s CHECK_DUR=2s   uploads
 #   SERVER_CPU=0 WRK_CPU=1  RESULTS=dir (default tests/bench/results/<date>-versions/)
@@ -36,7 +40,7 @@ set -Eeuo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cmdline="$0${*:+ $*}"
-for a in OLD NEW REPS MEASURES BINARIES ECHO_DUR CONNS WARMUP STEADY_DUR SIZES UPLOAD_CONNS UPLOAD_DUR CHECK_DUR SERVER_CPU WRK_CPU RESULTS QUIET_WAIT QUIET_MAX OTHER_MAX TRIES; do
+for a in OLD NEW REPS MEASURES BINARIES ECHO_DUR H2C_CONNS H2C_STREAMS H2C_WARMUP H2C_DUR CONNS WARMUP STEADY_DUR SIZES UPLOAD_CONNS UPLOAD_DUR CHECK_DUR SERVER_CPU WRK_CPU RESULTS QUIET_WAIT QUIET_MAX OTHER_MAX TRIES; do
     [[ -n ${!a:-} ]] && cmdline="$a=\"${!a}\" $cmdline"
 done
 
@@ -52,6 +56,11 @@ CONNS=${CONNS:-10000}
 WARMUP=${WARMUP:-15}
 STEADY_DUR=${STEADY_DUR:-20}
 SIZES=${SIZES:-"5120 512000"}
+# h2c /test: bench_h2.sh's wait-h2c-100k-steady row
+H2C_CONNS=${H2C_CONNS:-1000}
+H2C_STREAMS=${H2C_STREAMS:-100}
+H2C_WARMUP=${H2C_WARMUP:-5}
+H2C_DUR=${H2C_DUR:-15}
 UPLOAD_CONNS=${UPLOAD_CONNS:-50}
 UPLOAD_DUR=${UPLOAD_DUR:-10s}
 CHECK_DUR=${CHECK_DUR:-2s}       # wrk run that checks every upload answer, per binary and size
@@ -74,7 +83,7 @@ die() { printf '[bench] FATAL: %s\n' "$*" >&2; exit 1; }
 
 has() { [[ " $MEASURES " == *" $1 "* ]]; }
 for m in $MEASURES; do
-    [[ $m == echo || $m == steady || $m == upload ]] || die "unknown measurement '$m' in MEASURES (echo steady upload)"
+    [[ $m == echo || $m == steady || $m == h2c || $m == upload ]] || die "unknown measurement '$m' in MEASURES (echo steady h2c upload)"
 done
 for b in $BINARIES; do
     [[ $b == slowsrv || $b == slowsrv-h2o ]] || die "unknown binary '$b' in BINARIES (slowsrv slowsrv-h2o)"
@@ -289,7 +298,7 @@ import os, re, sys
 out, rep, ver, binary, scen, size, body, conns, ticks, uticks, tool, other, tr = sys.argv[1:]
 text = open(out, errors="replace").read()
 nan = float("nan")
-if scen == "steady":
+if scen in ("steady", "h2c"):
     # bench_delay_echo.sh's steady state: counts from h2load's report, times from its
     # per-request log (status 200 only; requests still waiting when -D ends are not in it)
     lat = []
@@ -302,7 +311,8 @@ if scen == "steady":
     m = re.search(r"requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed, "
                   r"(\d+) errored, (\d+) timeout", text)
     done = [float(x) for x in m.groups()] if m else [0.0] * 5
-    d = {"requests": float(len(lat)), "duration_us": float(os.environ["STEADY_DUR_S"]) * 1e6,
+    dur = os.environ["H2C_DUR_S" if scen == "h2c" else "STEADY_DUR_S"]
+    d = {"requests": float(len(lat)), "duration_us": float(dur) * 1e6,
          "p50_us": pct(50), "p99_us": pct(99), "max_us": lat[-1] if lat else nan,
          "mean_us": sum(lat) / len(lat) if lat else nan, "connect": 0.0, "read": done[3],
          "write": 0.0, "timeout": done[4], "status": done[0] - done[1]}
@@ -341,6 +351,11 @@ run() {
             conns=$CONNS
             cmd=(taskset -c "$WRK_CPU" h2load --h1 -t1 -c "$conns" --warm-up-time="$WARMUP"
                 -D "$STEADY_DUR" --log-file="$out.log" "http://127.0.0.1:$SRV_PORT/test") ;;
+        h2c)
+            # h2load, one thread, h2c: H2C_CONNS × H2C_STREAMS requests waiting at once
+            conns=$((H2C_CONNS * H2C_STREAMS))
+            cmd=(taskset -c "$WRK_CPU" h2load -t1 -c "$H2C_CONNS" -m "$H2C_STREAMS" --warm-up-time="$H2C_WARMUP"
+                -D "$H2C_DUR" --log-file="$out.log" "http://127.0.0.1:$SRV_PORT/test") ;;
         upload)
             conns=$UPLOAD_CONNS
             body=$(stat -c %s "$tmp/body.$size")
@@ -371,17 +386,17 @@ run() {
         if ((other > OTHER_MAX && try < TRIES)); then
             log "other processes used $other % of a CPU during this run (> $OTHER_MAX): repeating it"
             mv "$out" "$out.noisy$try"
-            [[ $scen == steady ]] && rm -f "$out.log"
+            [[ $scen == steady || $scen == h2c ]] && rm -f "$out.log"
             sleep 2
             continue
         fi
-        CLK=$CLK_TCK STEADY_DUR_S=$STEADY_DUR parse_run "$out" "$rep" "$ver" "$bin" "$scen" "${size:--}" "$body" "$conns" \
+        CLK=$CLK_TCK STEADY_DUR_S=$STEADY_DUR H2C_DUR_S=$H2C_DUR parse_run "$out" "$rep" "$ver" "$bin" "$scen" "${size:--}" "$body" "$conns" \
             "$((c1 - c0))" "$((u1 - u0))" "$((w1 - w0))" "$other" "$try" >>"$tsv"
-        [[ $scen == steady ]] && { gzip -f "$out.log" || true; }   # per-request logs are large
+        [[ $scen == steady || $scen == h2c ]] && { gzip -f "$out.log" || true; }   # per-request logs are large
         break
     done
     # let TIME_WAIT/closing sockets of the big runs settle
-    if [[ $scen == steady ]]; then sleep 2; else sleep 1; fi
+    if [[ $scen == steady || $scen == h2c ]]; then sleep 2; else sleep 1; fi
 }
 
 # ---------------------------------------------------------------- preflight
@@ -438,6 +453,8 @@ for ((rep = 1; rep <= REPS; rep++)); do
                 for size in $SIZES; do
                     for ver in "${order[@]}"; do run "$rep" "$ver" "$bin" upload "$size"; done
                 done
+            elif [[ $scen == h2c && $bin != slowsrv-h2o ]]; then
+                continue   # slowsrv speaks no HTTP/2
             else
                 for ver in "${order[@]}"; do run "$rep" "$ver" "$bin" "$scen"; done
             fi
@@ -542,6 +559,19 @@ for binary in binaries:
         row(f"{p} server CPU µs/request", binary, "steady", "-", cpu_us, 1)
         row(f"{p} errors and non-2xx", binary, "steady", "-", errs, ratios=False)
         row(f"{p} other processes' CPU %", binary, "steady", "-", lambda r: num(r, "other_cpu_pct"), ratios=False)
+for binary in binaries:
+    sub = [r for r in rows if r["scenario"] == "h2c" and r["binary"] == binary]
+    if not sub: continue
+    streams = int(sub[0]["conns"])
+    ideal = streams / delay
+    p = f"{binary} /test 1 s h2c, {streams:,} waiting streams, steady:"
+    row(f"{p} requests/s ÷ ideal ({ideal:,.0f}/s)", binary, "h2c", "-", lambda r: rps(r) / ideal, 3)
+    row(f"{p} p50 latency ms", binary, "h2c", "-", lambda r: num(r, "p50_us") / 1e3, 1)
+    row(f"{p} p99 latency ms", binary, "h2c", "-", lambda r: num(r, "p99_us") / 1e3, 1)
+    row(f"{p} max latency ms", binary, "h2c", "-", lambda r: num(r, "max_us") / 1e3, 1)
+    row(f"{p} server CPU µs/request", binary, "h2c", "-", cpu_us, 2)
+    row(f"{p} errors and non-2xx", binary, "h2c", "-", errs, ratios=False)
+    row(f"{p} other processes' CPU %", binary, "h2c", "-", lambda r: num(r, "other_cpu_pct"), ratios=False)
 sizes = sorted({r["size"] for r in rows if r["scenario"] == "upload"}, key=int)
 for binary in binaries:
     for size in sizes:
