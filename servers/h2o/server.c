@@ -465,7 +465,8 @@ static void on_timer(h2o_socket_t *sock, const char *err)
     (void)err;
     if (read(loop->timer_fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
         LOG(loop->srv->log, LOG_LEVEL_WARN, "timerfd read: %s", strerror(errno));
-    loop->armed_us = 0;
+    loop->armed_us = 0; /* expired: nothing is armed now */
+
     want_fire(loop); /* on_fire answers at the end of this turn */
 }
 
