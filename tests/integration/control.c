@@ -547,12 +547,92 @@ static void bad_scenarios_are_config_errors(const struct itest_env *env)
     }
 }
 
+/* A raw HTTP/1.1 GET /test on a kept-alive connection: its answer's status, and its plan. */
+static long keepalive_get(int fd, double *dur_ms, unsigned long long *gen)
+{
+    static const char req[] = "GET /test HTTP/1.1\r\nHost: t\r\n\r\n";
+    char buf[2048];
+    int closed = 0;
+    long status = 0;
+    *gen = 0;
+    if (send_all(fd, req, sizeof req - 1) != 0)
+        return -1;
+    read_until_close(fd, buf, sizeof buf, 300, &closed);
+    const char *st = strstr(buf, "erver-Timing: ");
+    if (sscanf(buf, "HTTP/1.1 %ld", &status) != 1 || closed || !st ||
+        sscanf(st + 14, "delay;dur=%lf, gen;desc=%llu", dur_ms, gen) != 2)
+        return -1;
+    return status;
+}
+
+/* A change through the control API reaches the answers of every thread model alike, on a new
+ * connection and on one kept alive across the change: each model of each engine is held to the
+ * same statuses, bodies and plans. */
+static void control_changes_reach_every_model(const struct itest_env *env)
+{
+    const char *model = env->model;
+    struct server s;
+    const char *args[] = {"--delay", "0", "--control", "0", "--model", model, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    CHECK(strstr(s.startup, model) != NULL);
+    unsigned pc = control_port(&s);
+    CHECK(pc != 0);
+    struct reply r;
+    double dur;
+    unsigned long long gen;
+    int fd = raw_connect(s.port);
+    CHECK(fd >= 0);
+    CHECK_INT(keepalive_get(fd, &dur, &gen), 200);
+    CHECK_INT(gen, 1);
+    CHECK_INT(
+        api(pc, "PATCH", "/routes/test", "{\"delay\": \"50ms\", \"status\": 202}", NULL, NULL),
+        200);
+    /* The connection kept alive from before the change answers by the new plan. */
+    double t0 = now_seconds();
+    CHECK_INT(keepalive_get(fd, &dur, &gen), 202);
+    CHECK(now_seconds() - t0 >= 0.05);
+    CHECK_INT(dur, 50);
+    CHECK_INT(gen, 2);
+    close(fd);
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_INT(r.status, 202);
+    CHECK_STR(r.body, "ok");
+    CHECK_INT(answer_plan(&r, &dur, &gen), 0);
+    CHECK_INT(gen, 2);
+    CHECK_INT(api(pc, "POST", "/routes",
+                  "{\"path\": \"/b\", \"delay\": \"10ms\", \"status\": 201, \"body\": \"B\"}", NULL,
+                  NULL),
+              200);
+    http_request(s.port, "GET", "/b", NULL, NULL, &r);
+    CHECK_INT(r.status, 201);
+    CHECK_STR(r.body, "B");
+    CHECK_INT(answer_plan(&r, &dur, &gen), 0);
+    CHECK_INT(dur, 10);
+    CHECK_INT(gen, 3);
+    CHECK_INT(api(pc, "DELETE", "/routes/b", NULL, NULL, NULL), 200);
+    http_request(s.port, "GET", "/b", NULL, NULL, &r);
+    CHECK_INT(r.status, 404);
+    /* PUT puts the config's routes back: the built-in /test answers as at the start. */
+    CHECK_INT(api(pc, "PUT", "/routes", "[]", NULL, NULL), 200);
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(r.body, "ok");
+    CHECK_INT(answer_plan(&r, &dur, &gen), 0);
+    CHECK_INT(dur, 0);
+    CHECK_INT(gen, 5);
+    stop_expect_clean(&s);
+}
+
 static const struct itest_case cases[] = {
     {"bad_scenarios_are_config_errors", bad_scenarios_are_config_errors, ITEST_PLAIN, 0},
     {"drips_and_queued_requests_keep_their_plan", drips_and_queued_requests_keep_their_plan,
      ITEST_PLAIN, 0},
     {"control_api_answers_alike", control_api_answers_alike, ITEST_BOTH, 0},
     {"control_token_is_required", control_token_is_required, ITEST_PLAIN, 0},
+    {"control_changes_reach_every_model", control_changes_reach_every_model, ITEST_PER_MODEL, 0},
     {"changes_under_load_keep_each_plan", changes_under_load_keep_each_plan, ITEST_PLAIN, 0},
     {"scenario_changes_answers_on_time", scenario_changes_answers_on_time, ITEST_PLAIN, 0},
     {"reset_starts_a_new_run", reset_starts_a_new_run, ITEST_PLAIN, 0},
