@@ -545,6 +545,13 @@ for binary in binaries:
         row(f"{p} wrk CPU µs/request", binary, "echo", "-", tool_us, 2)
         row(f"{p} errors + non-2xx", binary, "echo", "-", errs, ratios=False)
         row(f"{p} other processes' CPU %", binary, "echo", "-", lambda r: num(r, "other_cpu_pct"), ratios=False)
+def latency_rows(p, binary, scen, cpu_nd):
+    row(f"{p} p50 latency ms", binary, scen, "-", lambda r: num(r, "p50_us") / 1e3, 1)
+    row(f"{p} p99 latency ms", binary, scen, "-", lambda r: num(r, "p99_us") / 1e3, 1)
+    row(f"{p} max latency ms", binary, scen, "-", lambda r: num(r, "max_us") / 1e3, 1)
+    row(f"{p} server CPU µs/request", binary, scen, "-", cpu_us, cpu_nd)
+    row(f"{p} errors and non-2xx", binary, scen, "-", errs, ratios=False)
+    row(f"{p} other processes' CPU %", binary, scen, "-", lambda r: num(r, "other_cpu_pct"), ratios=False)
 for binary in binaries:
     for conns in sorted({r["conns"] for r in rows if r["scenario"] == "steady"}, key=int):
         ideal = int(conns) / delay
@@ -553,12 +560,7 @@ for binary in binaries:
         p = f"{binary} /test 1 s c={int(conns):,} steady (h2load --h1):"
         row(f"{p} requests/s ÷ ideal ({ideal:,.0f}/s)", binary, "steady", "-", lambda r: rps(r) / ideal, 3)
         row(f"{p} mean latency ms", binary, "steady", "-", lambda r: num(r, "mean_us") / 1e3, 1)
-        row(f"{p} p50 latency ms", binary, "steady", "-", lambda r: num(r, "p50_us") / 1e3, 1)
-        row(f"{p} p99 latency ms", binary, "steady", "-", lambda r: num(r, "p99_us") / 1e3, 1)
-        row(f"{p} max latency ms", binary, "steady", "-", lambda r: num(r, "max_us") / 1e3, 1)
-        row(f"{p} server CPU µs/request", binary, "steady", "-", cpu_us, 1)
-        row(f"{p} errors and non-2xx", binary, "steady", "-", errs, ratios=False)
-        row(f"{p} other processes' CPU %", binary, "steady", "-", lambda r: num(r, "other_cpu_pct"), ratios=False)
+        latency_rows(p, binary, "steady", 1)
 for binary in binaries:
     sub = [r for r in rows if r["scenario"] == "h2c" and r["binary"] == binary]
     if not sub: continue
@@ -566,12 +568,7 @@ for binary in binaries:
     ideal = streams / delay
     p = f"{binary} /test 1 s h2c, {streams:,} waiting streams, steady:"
     row(f"{p} requests/s ÷ ideal ({ideal:,.0f}/s)", binary, "h2c", "-", lambda r: rps(r) / ideal, 3)
-    row(f"{p} p50 latency ms", binary, "h2c", "-", lambda r: num(r, "p50_us") / 1e3, 1)
-    row(f"{p} p99 latency ms", binary, "h2c", "-", lambda r: num(r, "p99_us") / 1e3, 1)
-    row(f"{p} max latency ms", binary, "h2c", "-", lambda r: num(r, "max_us") / 1e3, 1)
-    row(f"{p} server CPU µs/request", binary, "h2c", "-", cpu_us, 2)
-    row(f"{p} errors and non-2xx", binary, "h2c", "-", errs, ratios=False)
-    row(f"{p} other processes' CPU %", binary, "h2c", "-", lambda r: num(r, "other_cpu_pct"), ratios=False)
+    latency_rows(p, binary, "h2c", 2)
 sizes = sorted({r["size"] for r in rows if r["scenario"] == "upload"}, key=int)
 for binary in binaries:
     for size in sizes:

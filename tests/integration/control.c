@@ -565,6 +565,22 @@ static long keepalive_get(int fd, double *dur_ms, unsigned long long *gen)
     return status;
 }
 
+/* GET path on a new connection answers status and body, by a plan of dur_ms and generation gen
+ * (its Server-Timing). */
+static void answers_by_plan(unsigned port, const char *path, long status, const char *body,
+                            double dur_ms, unsigned long long gen)
+{
+    static struct reply r;
+    double dur = -1;
+    unsigned long long g = 0;
+    http_request(port, "GET", path, NULL, NULL, &r);
+    CHECK_INT(r.status, status);
+    CHECK_STR(r.body, body);
+    CHECK_INT(answer_plan(&r, &dur, &g), 0);
+    CHECK_INT(dur, dur_ms);
+    CHECK_INT(g, gen);
+}
+
 /* A change through the control API reaches the answers of every thread model alike, on a new
  * connection and on one kept alive across the change: each model of each engine is held to the
  * same statuses, bodies and plans. */
@@ -597,32 +613,18 @@ static void control_changes_reach_every_model(const struct itest_env *env)
     CHECK_INT(dur, 50);
     CHECK_INT(gen, 2);
     close(fd);
-    http_request(s.port, "GET", "/test", NULL, NULL, &r);
-    CHECK_INT(r.status, 202);
-    CHECK_STR(r.body, "ok");
-    CHECK_INT(answer_plan(&r, &dur, &gen), 0);
-    CHECK_INT(gen, 2);
+    answers_by_plan(s.port, "/test", 202, "ok", 50, 2);
     CHECK_INT(api(pc, "POST", "/routes",
                   "{\"path\": \"/b\", \"delay\": \"10ms\", \"status\": 201, \"body\": \"B\"}", NULL,
                   NULL),
               200);
-    http_request(s.port, "GET", "/b", NULL, NULL, &r);
-    CHECK_INT(r.status, 201);
-    CHECK_STR(r.body, "B");
-    CHECK_INT(answer_plan(&r, &dur, &gen), 0);
-    CHECK_INT(dur, 10);
-    CHECK_INT(gen, 3);
+    answers_by_plan(s.port, "/b", 201, "B", 10, 3);
     CHECK_INT(api(pc, "DELETE", "/routes/b", NULL, NULL, NULL), 200);
     http_request(s.port, "GET", "/b", NULL, NULL, &r);
     CHECK_INT(r.status, 404);
     /* PUT puts the config's routes back: the built-in /test answers as at the start. */
     CHECK_INT(api(pc, "PUT", "/routes", "[]", NULL, NULL), 200);
-    http_request(s.port, "GET", "/test", NULL, NULL, &r);
-    CHECK_INT(r.status, 200);
-    CHECK_STR(r.body, "ok");
-    CHECK_INT(answer_plan(&r, &dur, &gen), 0);
-    CHECK_INT(dur, 0);
-    CHECK_INT(gen, 5);
+    answers_by_plan(s.port, "/test", 200, "ok", 0, 5);
     stop_expect_clean(&s);
 }
 
