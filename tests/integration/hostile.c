@@ -420,6 +420,61 @@ static void hostile_out_of_descriptors(const struct itest_env *env)
         check_passed++;
 }
 
+/* Clients that leave while their requests wait, and one that sends its next request (with a
+ * 6 KiB header: more than the room its connection's buffer has left) while its first waits: the
+ * server does not spin on their sockets meanwhile (slowsrv-h2o keeps a waiting request's socket
+ * polled but unread, engines.md), counts those that left as cancels, and answers the request
+ * sent ahead after the first, in order. */
+static void hostile_leave_or_send_ahead_while_waiting(const struct itest_env *env)
+{
+    enum { N = 50 };
+    struct server s;
+    static char pad[6000 + 1], ahead[7000], buf[8192];
+    START(env, &s, "--delay", "2s");
+    size_t sent = 0;
+    int *fds = open_requests(s.port, "/test", N, &sent);
+    CHECK_INT(sent, N);
+    int fd = raw_connect(s.port);
+    CHECK(fd >= 0);
+    if (fd < 0) {
+        close_requests(fds, N);
+        server_stop(&s, 15000, NULL, 0);
+        return;
+    }
+    send_all(fd, "GET /test HTTP/1.1\r\nHost: x\r\n\r\n", 31);
+    CHECK_INT(await_stat(h1(&s), "waiting", N + 1, 5), N + 1);
+    close_requests(fds, N);
+    memset(pad, 'p', sizeof pad - 1);
+    int alen =
+        snprintf(ahead, sizeof ahead, "GET /echo HTTP/1.1\r\nHost: x\r\nX-Pad: %s\r\n\r\n", pad);
+    send_all(fd, ahead, (size_t)alen);
+    usleep(100 * 1000);
+    double cpu0 = proc_cpu_seconds(s.pid), t0 = now_seconds();
+    usleep(1000 * 1000); /* the waits end 2 s after they began */
+    double cpu = proc_cpu_seconds(s.pid) - cpu0, wall = now_seconds() - t0;
+    if (cpu > 0.25 * wall)
+        CHECK_FAIL_("the server used %.2f s of CPU in %.2f s while requests whose clients left "
+                    "or sent more waited",
+                    cpu, wall);
+    else
+        check_passed++;
+    read_until_text(fd, buf, sizeof buf, "\r\n\r\nOK", 5000);
+    close(fd);
+    const char *first = strstr(buf, "\r\n\r\nok"), *second = strstr(buf, "\r\n\r\nOK");
+    if (strncmp(buf, "HTTP/1.1 200", 12) != 0 || !first || !second || first > second ||
+        !strstr(first, "HTTP/1.1 200"))
+        CHECK_FAIL_("want the waiting /test's ok, then the /echo sent ahead; got:\n%.400s", buf);
+    else
+        check_passed++;
+    cJSON *j = settled_stats(h1(&s));
+    CHECK(j != NULL);
+    CHECK_INT(json_number(j, "cancels"), N);
+    CHECK_INT(json_number(j, "routes./test.status.200"), 1);
+    CHECK_INT(json_number(j, "waiting"), 0);
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
 static const struct itest_case cases[] = {
     {"hostile_slowloris_2000", hostile_slowloris_2000, ITEST_PLAIN, 0},
     {"hostile_header_timeout_cuts_slowloris", hostile_header_timeout_cuts_slowloris, ITEST_PLAIN,
@@ -430,6 +485,8 @@ static const struct itest_case cases[] = {
     {"hostile_never_reads_answer", hostile_never_reads_answer, ITEST_PLAIN, 0},
     {"hostile_beyond_max_connections", hostile_beyond_max_connections, ITEST_PER_MODEL, 0},
     {"hostile_out_of_descriptors", hostile_out_of_descriptors, ITEST_PLAIN, 0},
+    {"hostile_leave_or_send_ahead_while_waiting", hostile_leave_or_send_ahead_while_waiting,
+     ITEST_PLAIN, 0},
 };
 
 const struct itest_suite itest_suite_hostile = {"hostile", cases, sizeof cases / sizeof cases[0]};

@@ -46,6 +46,10 @@ enum engine_feature {
      * libh2o 2.2.5 runs one clock per HTTP/1.1 request from the previous answer (the shorter of
      * --header-timeout and --idle-timeout), so an idle pause before a request counts in it. */
     ENGINE_HEADER_CLOCK_AT_REQUEST_LINE = 1u << 8,
+    /* Keeps a waiting HTTP/1.1 request's socket in epoll, unread, and looks at it before the
+     * answer only if it showed something (slowsrv-h2o). libmicrohttpd takes a suspended
+     * connection out of epoll and back: two epoll_ctl a request. */
+    ENGINE_POLLS_WAITING = 1u << 9,
 };
 
 /* One engine: how its binary names itself, its thread models and its features. */
@@ -211,6 +215,10 @@ int count_sockets(pid_t pid);
 /* Reads from fd until the peer closes or nothing comes for timeout_ms; returns the bytes read
  * (NUL-terminated in buf, at most len - 1) and sets *closed if the peer closed. */
 size_t read_until_close(int fd, char *buf, size_t len, int timeout_ms, int *closed);
+
+/* Reads from fd until buf holds `want`, the peer closes or timeout_ms pass; returns the bytes
+ * read (NUL-terminated in buf, at most len - 1). */
+size_t read_until_text(int fd, char *buf, size_t len, const char *want, int timeout_ms);
 
 /* Listens on ip:0 (a numeric IPv4 address); returns the socket and its port in *port, or -1.
  * A test that shows a server is NOT on an address holds that address's port itself, then

@@ -27,7 +27,7 @@ static const struct engine_caps engines[] = {
      ENGINE_STREAMS_UPLOADS | ENGINE_JSON_413 | ENGINE_DRAINS_AFTER_ERROR | ENGINE_LENGTH_ON_304 |
          ENGINE_DAEMONS_OF_128 | ENGINE_HEADER_CLOCK_AT_REQUEST_LINE},
     {"h2o", "slowsrv-h2o", h2o_models,
-     ENGINE_HTTP2 | ENGINE_SPOOLS_BODIES | ENGINE_ANSWERS_NOT_HTTP},
+     ENGINE_HTTP2 | ENGINE_SPOOLS_BODIES | ENGINE_ANSWERS_NOT_HTTP | ENGINE_POLLS_WAITING},
 };
 
 const struct engine_caps *engine_caps_from_version(const char *version)
@@ -371,6 +371,24 @@ size_t read_until_close(int fd, char *buf, size_t len, int timeout_ms, int *clos
     }
     buf[used] = '\0';
     return used;
+}
+
+size_t read_until_text(int fd, char *buf, size_t len, const char *want, int timeout_ms)
+{
+    size_t n = 0;
+    double until = now_seconds() + timeout_ms / 1000.0;
+    buf[0] = '\0';
+    while (!strstr(buf, want) && n + 1 < len && now_seconds() < until) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 100) <= 0)
+            continue;
+        ssize_t got = recv(fd, buf + n, len - 1 - n, 0);
+        if (got <= 0)
+            break;
+        n += (size_t)got;
+        buf[n] = '\0';
+    }
+    return n;
 }
 
 int hold_port(const char *ip, unsigned *port)
