@@ -819,16 +819,9 @@ static void on_accept(h2o_socket_t *listener, const char *err)
             h2o_socket_close(sock);
             continue;
         }
-        c->loop = loop;
-        c->sock = sock;
-        c->requests = 0;
-        c->answering = 0;
-        c->active = 0;
-        c->h2 = 0;
-        c->written = 0;
-        c->still_since = timer_now_us();
-        c->prev = NULL;
-        c->next = loop->conns;
+        /* Every field not named here starts at zero (a field added later included). */
+        *c = (struct h2s_conn){
+            .loop = loop, .sock = sock, .next = loop->conns, .still_since = timer_now_us()};
         if (c->next)
             c->next->prev = c;
         loop->conns = c;

@@ -60,9 +60,13 @@ static pid_t spawn(const char *bin, const char *const *pre, const char *const *a
     for (size_t i = 0; args && args[i] && n < 62; i++)
         argv[n++] = args[i];
     argv[n] = NULL;
-    /* The child sees our environment less any SLOWSRV_* variable, plus the test's own. */
+    /* The child sees our environment less any SLOWSRV_* variable, plus the test's own. glibc
+     * fills what malloc hands out with 0x5a (MALLOC_PERTURB_), so a field the server forgets
+     * to set reads as garbage in every build, not as the zero a fresh heap page happens to
+     * hold (an unset flag once passed here and failed only under ASan). */
+    envp[e++] = (char *)(uintptr_t) "MALLOC_PERTURB_=165";
     for (char **p = environ; *p && e < 200; p++)
-        if (strncmp(*p, "SLOWSRV_", 8) != 0)
+        if (strncmp(*p, "SLOWSRV_", 8) != 0 && strncmp(*p, "MALLOC_PERTURB_=", 16) != 0)
             envp[e++] = *p;
     for (size_t i = 0; env && env[i] && e < 252; i++)
         envp[e++] = (char *)(uintptr_t)env[i];
