@@ -141,6 +141,10 @@ static void waiting_costs_no_system_call(const struct itest_env *env)
     int ok = 0;
     for (int r = 0; r < ROUNDS; r++)
         ok += request_round(fds, C);
+    /* One answer more: the loop thread got past the last counted answer's writev, so strace
+     * has handled that call too (stopping strace right after the client read it once counted
+     * 199 of 200). */
+    CHECK_INT(request_round(fds, 1), 1);
     kill(tracer, SIGINT);
     waitpid(tracer, NULL, 0);
     CHECK_INT(ok, C * ROUNDS);
