@@ -61,14 +61,12 @@ struct h2s_conn {
     unsigned answering;           /* answers handed to libh2o and not yet sent (send_plan) */
     unsigned active;              /* requests under way on it (on_req to on_dispose) */
     int h2;                       /* it carried an HTTP/2 request */
-    int watched;                  /* its HTTP/1 request waits, the socket polled unread (watch) */
     size_t written;               /* sock->bytes_written when last seen moving */
     uint64_t still_since;         /* since when it has not moved while an answer waits */
 };
 
 /* The connection that carries req, or NULL. */
 static struct h2s_conn *conn_of(h2o_req_t *req);
-static void on_conn_close(void *data);
 
 struct h2s_loop {
     struct app_server *srv;
@@ -365,51 +363,13 @@ static void on_dispose(void *p)
     pthread_mutex_unlock(&loop->inbox_lock);
 }
 
-/* While an HTTP/1 request waits, its socket stays in epoll, unread (watch). libh2o's HTTP/1
- * connection stops reading while a request is under way, which takes the socket out of epoll
- * and puts it back after the answer (two epoll_ctl a request), and the engine peeked at every
- * socket before its answer to learn whether the client had left (a third call): 5.2 system calls
- * a request at 18 000 connections against nginx's 2.3, and 1.5x its CPU (doc/benchmarks.md,
- * issue 16, sixth round). Polled with libh2o told not to read, so that nothing sent meanwhile
- * lands in the buffer that holds the request's head, a socket that stays quiet needs no look;
- * one that shows something (the client left, or sent more) goes out of epoll until the answer
- * and is peeked at then, as before. libh2o applies read state changes as the turn ends: a watch
- * begun in the turn that read the request and ended in the one that answers costs no call. */
-static void unwatch(struct h2s_conn *c)
+static int client_gone(h2o_req_t *req)
 {
-    if (!c || !c->watched)
-        return;
-    c->watched = 0;
-    h2o_socket_read_stop(c->sock);
-    h2o_socket_dont_read(c->sock, 0);
-}
-
-static void on_watch_event(h2o_socket_t *sock, const char *err)
-{
-    (void)err;
-    unwatch(sock->on_close.cb == on_conn_close ? sock->on_close.data : NULL);
-}
-
-static void watch(struct h2s_request *r)
-{
-    struct h2s_conn *c = r->on;
-    if (!c || c->watched || r->req->version >= 0x200 || h2o_socket_is_reading(c->sock))
-        return;
-    c->watched = 1;
-    h2o_socket_dont_read(c->sock, 1);
-    h2o_socket_read_start(c->sock, on_watch_event);
-}
-
-static int client_gone(struct h2s_request *r)
-{
-    /* HTTP/2 disposes a reset or closed stream itself, so a live request there is wanted. An
-     * HTTP/1 socket still watched showed nothing: its client is there. */
-    h2o_req_t *req = r->req;
-    if (req->version >= 0x200 || (r->on && r->on->watched))
-        return 0;
+    /* HTTP/1 does not watch a connection while its request waits; look at the socket. HTTP/2
+     * disposes a reset or closed stream itself, so a live request there is wanted. */
     h2o_socket_t *sock =
         req->conn->callbacks->get_socket ? req->conn->callbacks->get_socket(req->conn) : NULL;
-    return sock && net_peer_gone(h2o_socket_get_fd(sock));
+    return sock && req->version < 0x200 && net_peer_gone(h2o_socket_get_fd(sock));
 }
 
 static void act(struct h2s_request *r, enum exchange_do d);
@@ -458,7 +418,7 @@ static int fire_due(struct h2s_loop *loop, uint64_t now, int give_up)
             return 0;
         prefetch_next(loop, now);
         struct h2s_request *r = (struct h2s_request *)(void *)exchange_of_timer(node);
-        act(r, exchange_on_timer(&r->x, !give_up && client_gone(r), give_up));
+        act(r, exchange_on_timer(&r->x, !give_up && client_gone(r->req), give_up));
     }
     return 1;
 }
@@ -532,15 +492,12 @@ static long on_lookup(void *ctx, enum route_input kind, const char *name, char *
 /* Carries out what the core said. */
 static void act(struct h2s_request *r, enum exchange_do d)
 {
-    if (d != EXCHANGE_DO_HOLD && d != EXCHANGE_DO_WAIT)
-        unwatch(r->on);
     switch (d) {
     case EXCHANGE_DO_HOLD: /* nothing to suspend: a handler that returned is left waiting */
         act(r, exchange_hold(&r->x, &r->loop->timers));
         return;
     case EXCHANGE_DO_WAIT:
         arm_timer(r->loop);
-        watch(r);
         return;
     case EXCHANGE_DO_ANSWER:
         respond(r);

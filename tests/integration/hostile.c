@@ -422,9 +422,9 @@ static void hostile_out_of_descriptors(const struct itest_env *env)
 
 /* Clients that leave while their requests wait, and one that sends its next request (with a
  * 6 KiB header: more than the room its connection's buffer has left) while its first waits: the
- * server does not spin on their sockets meanwhile (slowsrv-h2o keeps a waiting request's socket
- * polled but unread, engines.md), counts those that left as cancels, and answers the request
- * sent ahead after the first, in order. */
+ * server does not spin on their sockets meanwhile (a socket that shows something while its
+ * request waits must not stay polled: level-triggered epoll would report it every turn), counts
+ * those that left as cancels, and answers the request sent ahead after the first, in order. */
 static void hostile_leave_or_send_ahead_while_waiting(const struct itest_env *env)
 {
     enum { N = 50 };

@@ -46,10 +46,6 @@ enum engine_feature {
      * libh2o 2.2.5 runs one clock per HTTP/1.1 request from the previous answer (the shorter of
      * --header-timeout and --idle-timeout), so an idle pause before a request counts in it. */
     ENGINE_HEADER_CLOCK_AT_REQUEST_LINE = 1u << 8,
-    /* Keeps a waiting HTTP/1.1 request's socket in epoll, unread, and looks at it before the
-     * answer only if it showed something (slowsrv-h2o). libmicrohttpd takes a suspended
-     * connection out of epoll and back: two epoll_ctl a request. */
-    ENGINE_POLLS_WAITING = 1u << 9,
 };
 
 /* One engine: how its binary names itself, its thread models and its features. */

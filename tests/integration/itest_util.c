@@ -27,7 +27,7 @@ static const struct engine_caps engines[] = {
      ENGINE_STREAMS_UPLOADS | ENGINE_JSON_413 | ENGINE_DRAINS_AFTER_ERROR | ENGINE_LENGTH_ON_304 |
          ENGINE_DAEMONS_OF_128 | ENGINE_HEADER_CLOCK_AT_REQUEST_LINE},
     {"h2o", "slowsrv-h2o", h2o_models,
-     ENGINE_HTTP2 | ENGINE_SPOOLS_BODIES | ENGINE_ANSWERS_NOT_HTTP | ENGINE_POLLS_WAITING},
+     ENGINE_HTTP2 | ENGINE_SPOOLS_BODIES | ENGINE_ANSWERS_NOT_HTTP},
 };
 
 const struct engine_caps *engine_caps_from_version(const char *version)
