@@ -569,14 +569,12 @@ git_dirty=$(git -C "$root" status --porcelain -- servers common CMakeLists.txt 2
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 servers = ["slowsrv-h2o", "slowsrv", "nginx", "h2o"]
-def med(srv, scen, f):
-    v = [f(r) for r in rows if r["server"] == srv and r["scenario"] == scen]
-    v = [x for x in v if x == x]
-    return statistics.median(v) if v else float("nan")
-def extreme(srv, scen, f, pick):
+def of_reps(srv, scen, f, pick):
     v = [f(r) for r in rows if r["server"] == srv and r["scenario"] == scen]
     v = [x for x in v if x == x]
     return pick(v) if v else float("nan")
+def med(srv, scen, f):
+    return of_reps(srv, scen, f, statistics.median)
 def num(r, k):
     try: return float(r[k])
     except ValueError: return float("nan")
@@ -619,8 +617,8 @@ if "echo-h1" in scens:
     # slowsrv-h2o's fastest repetition no slower than nginx's slowest (the ranges overlap).
     row(f"{p} server CPU µs/request", "echo-h1", cpu_us, 2,
         "slowsrv-h2o within noise of nginx (ranges overlap)",
-        lambda v: le(extreme("slowsrv-h2o", "echo-h1", cpu_us, min),
-                     extreme("nginx", "echo-h1", cpu_us, max)))
+        lambda v: le(of_reps("slowsrv-h2o", "echo-h1", cpu_us, min),
+                     of_reps("nginx", "echo-h1", cpu_us, max)))
     row(f"{p} … of which user space µs/request", "echo-h1", user_us, 2)
     row(f"{p} … of which kernel µs/request", "echo-h1", sys_us, 2)
     row(f"{p} server CPU busy %", "echo-h1", busy)
