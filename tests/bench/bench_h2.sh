@@ -32,6 +32,17 @@
 #                        the opening million (h2load stamps them within about a second, faster
 #                        than it can turn them over) is not what is judged; slowsrv-h2o (nginx
 #                        with NGINX_1M=1)
+#   wait-h2c-1m-even     the same million with its connections opened evenly over one delay:
+#                        h2load -c10000 -m100 -r1 --rate-period=1ms -n5000000 (a connection a
+#                        millisecond, five 10 s cycles each). With all of them opened at once
+#                        the load keeps the opening's shape for ever (a closed loop with one
+#                        fixed delay): a wave of ~180 000 requests/s for 5.5 s of every 10, peaks
+#                        of 360 000/s, more than h2load or any server turns over on one core
+#                        (doc/benchmarks.md, issue 16, seventh round). Judged over the requests
+#                        sent 20-40 s into the run (the opening and its first renewal left out,
+#                        every connection open): p50/p99/max of those, rate = their number ÷
+#                        20 s; CPU per request over the whole run; slowsrv-h2o (nginx with
+#                        NGINX_1M=1)
 #   Extra figures: requests/s ÷ ideal (streams ÷ delay), RSS of the server while they wait and
 #   per waiting request ((max RSS − idle RSS) ÷ streams).
 # Figures: requests/s, server CPU time per request (utime+stime of the server process(es),
@@ -41,15 +52,17 @@
 # Not part of the test suite. See tests/bench/README.md. Knobs (environment):
 #   SLOWSRV=path SLOWSRV_H2O=path  REPS=3  DUR=10  SERVER_CPU=0 WRK_CPU=1
 #   SCENARIOS="echo-h1 echo-h2c test-h2c test-h2c-steady test-h1-10k-steady test-h1-18k-steady
-#              wait-h2c-100k-steady wait-h2c-1m-steady wait-h2c-1m-settled"  WARMUP=5
-#   NGINX_1M=0
+#              wait-h2c-100k-steady wait-h2c-1m-steady wait-h2c-1m-settled wait-h2c-1m-even"
+#   WARMUP=5
+#   NGINX_1M=0  STEAL_MAX=5 (% of the server's CPU the hypervisor may take; a run above it is
+#   repeated like one above OTHER_MAX, up to TRIES)
 #   RESULTS=dir (default tests/bench/results/<date>-h2/)
 set -Eeuo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cmdline="$0${*:+ $*}"
-for a in NGINX_1M REPS DUR WARMUP SERVER_CPU WRK_CPU SLOWSRV SLOWSRV_H2O SCENARIOS RESULTS QUIET_WAIT QUIET_MAX OTHER_MAX TRIES; do
+for a in NGINX_1M STEAL_MAX REPS DUR WARMUP SERVER_CPU WRK_CPU SLOWSRV SLOWSRV_H2O SCENARIOS RESULTS QUIET_WAIT QUIET_MAX OTHER_MAX TRIES; do
     [[ -n ${!a:-} ]] && cmdline="$a=\"${!a}\" $cmdline"
 done
 
@@ -59,7 +72,7 @@ SERVER_CPU=${SERVER_CPU:-0}
 WRK_CPU=${WRK_CPU:-1}
 SLOWSRV=${SLOWSRV:-$root/build-bench/slowsrv}
 SLOWSRV_H2O=${SLOWSRV_H2O:-$root/build-bench/slowsrv-h2o}
-SCENARIOS=${SCENARIOS:-"echo-h1 echo-h2c test-h2c test-h2c-steady test-h1-10k-steady test-h1-18k-steady wait-h2c-100k-steady wait-h2c-1m-steady wait-h2c-1m-settled"}
+SCENARIOS=${SCENARIOS:-"echo-h1 echo-h2c test-h2c test-h2c-steady test-h1-10k-steady test-h1-18k-steady wait-h2c-100k-steady wait-h2c-1m-steady wait-h2c-1m-settled wait-h2c-1m-even"}
 NGINX_1M=${NGINX_1M:-0}
 WARMUP=${WARMUP:-5}            # seconds, h2load --warm-up-time for test-h2c-steady
 stamp=$(date +%Y%m%d-%H%M%S)
@@ -74,6 +87,7 @@ START_TIMEOUT=10
 QUIET_WAIT=${QUIET_WAIT:-120}   # s to wait for an idle host before each run
 QUIET_MAX=${QUIET_MAX:-10}     # idle: < this % of one CPU busy
 OTHER_MAX=${OTHER_MAX:-25}     # max % of one CPU used by others during a run
+STEAL_MAX=${STEAL_MAX:-5}      # max % of the server's CPU stolen by the hypervisor during a run
 TRIES=${TRIES:-3}
 NOFILE=20000
 
@@ -137,7 +151,7 @@ fi
 tmp=$(mktemp -d /tmp/slowsrv-bench-h2.XXXXXX)
 chmod 755 "$tmp"   # h2o's file.dir below it
 tsv=$RESULTS/results.tsv
-printf 'rep\tserver\tscenario\tconns\tstreams\trequests\tduration_us\tp50_us\tp99_us\tmax_us\tmean_us\tfailed\terrored\ttimeout\tnon2xx\tsocket_errors\tcpu_ticks\tclk_tck\ttool_cpu_us\tother_cpu_pct\tuser_ticks\tdelay_s\trss_idle_kib\trss_max_kib\n' >"$tsv"
+printf 'rep\tserver\tscenario\tconns\tstreams\trequests\tduration_us\tp50_us\tp99_us\tmax_us\tmean_us\tfailed\terrored\ttimeout\tnon2xx\tsocket_errors\tcpu_ticks\tclk_tck\ttool_cpu_us\tother_cpu_pct\tuser_ticks\tdelay_s\trss_idle_kib\trss_max_kib\tcpu_requests\tsteal_srv_pct\tsteal_tool_pct\trun_us\n' >"$tsv"
 
 # ---------------------------------------------------------------- interference from other work
 
@@ -340,7 +354,7 @@ EOF
 parse_run() {
     python3 - "$@" <<'PY'
 import os, re, sys
-rep, srv, scen, conns, streams, out, logf, ticks, clk, tool, other, uticks, delay, idle, rmax = sys.argv[1:]
+rep, srv, scen, conns, streams, out, logf, ticks, clk, tool, other, uticks, delay, idle, rmax, steal_srv, steal_tool = sys.argv[1:]
 text = open(out, errors="replace").read()
 nan = float("nan")
 d = dict(requests=0, duration_us=nan, p50_us=nan, p99_us=nan, max_us=nan, mean_us=nan,
@@ -357,32 +371,44 @@ if m:   # wrk
              non2xx=w["status"], socket_errors=w["connect"] + w["read"] + w["write"] + w["timeout"])
 else:   # h2load
     m = re.search(r"finished in ([0-9.]+)(us|ms|s),", text)
-    if m: d["duration_us"] = t(m.group(1) + m.group(2))
+    if m: d["duration_us"] = d["run_us"] = t(m.group(1) + m.group(2))
     if scen.endswith(("-steady", "-settled")):   # "finished in" counts the warm-up, "succeeded" does not
         d["duration_us"] = float(os.environ["STEADY_DUR_S"]) * 1e6
     m = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout", text)
     if m:
         d.update(requests=float(m.group(4)), failed=float(m.group(5)), errored=float(m.group(6)),
                  timeout=float(m.group(7)))
+    d["cpu_requests"] = d["requests"]
     m = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", text)
     if m: d["non2xx"] = sum(float(m.group(i)) for i in (2, 3, 4))
     m = re.search(r"time for request:\s+(\S+)\s+(\S+)\s+(\S+)", text)
     if m: d.update(max_us=t(m.group(2)), mean_us=t(m.group(3)))
     if logf != "-":
-        durs = []
+        # WINDOW_S="lo hi": only the requests sent lo..hi s after the first one count, and the
+        # rate is their number over hi - lo seconds (a run without a warm-up of its own)
+        win = [float(x) for x in os.environ.get("WINDOW_S", "").split()]
+        sent = []
         for line in open(logf):
             f = line.split("\t")
             if len(f) >= 3 and f[1] == "200":
-                durs.append(int(f[2]))
-        durs.sort()
+                sent.append((int(f[0]), int(f[2])))
+        if win and sent:
+            t0 = min(s for s, _ in sent)
+            sent = [(s, u) for s, u in sent if win[0] * 1e6 <= s - t0 < win[1] * 1e6]
+            d.update(requests=float(len(sent)), duration_us=(win[1] - win[0]) * 1e6)
+        durs = sorted(u for _, u in sent)
         if durs:
             def pct(p):   # nearest rank
                 k = max(0, min(len(durs) - 1, int(-(-p * len(durs) // 100)) - 1))
                 return float(durs[k])
             d.update(p50_us=pct(50), p99_us=pct(99), max_us=float(durs[-1]))
+d.setdefault("cpu_requests", d["requests"])
+d.setdefault("run_us", d["duration_us"])
 cols = [rep, srv, scen, conns, streams] + ["%.0f" % d[k] if d[k] == d[k] else "nan" for k in
         ("requests", "duration_us", "p50_us", "p99_us", "max_us", "mean_us", "failed", "errored",
-         "timeout", "non2xx", "socket_errors")] + [ticks, clk, tool, other, uticks, delay, idle, rmax]
+         "timeout", "non2xx", "socket_errors")] + [ticks, clk, tool, other, uticks, delay, idle, rmax,
+        "%.0f" % d["cpu_requests"], steal_srv, steal_tool,
+        "%.0f" % d["run_us"] if d["run_us"] == d["run_us"] else "nan"]
 print("\t".join(cols))
 PY
 }
@@ -392,7 +418,7 @@ declare -A TOOL_CMDS=()
 RETRY=0
 measure() { # rep server scenario try; sets RETRY=1 when other processes disturbed the run
     local rep=$1 srv=$2 scen=$3 try=$4 pid=$SRV_PID out logf=- c0 c1 u0 u1 w0 w1 b0 b1 t0 t1 other pids cmd conns streams
-    local dur=$DUR warm idle rmax stop
+    local dur=$DUR warm idle rmax stop window="" s0 s1 l0 l1 steal_srv steal_tool
     RETRY=0
     mapfile -t pids < <(pids_of "$pid")
     out=$RESULTS/$scen.$srv.rep$rep.txt
@@ -430,6 +456,11 @@ measure() { # rep server scenario try; sets RETRY=1 when other processes disturb
         logf=$RESULTS/$scen.$srv.rep$rep.log
         cmd=(taskset -c "$WRK_CPU" h2load -c "$conns" -m "$streams" "--warm-up-time=$warm" -D "$dur"
             "--log-file=$logf" "http://127.0.0.1:$H2_PORT/test") ;;
+    wait-h2c-1m-even)
+        conns=10000 streams=100 window="20 40"
+        logf=$RESULTS/$scen.$srv.rep$rep.log
+        cmd=(taskset -c "$WRK_CPU" h2load -c "$conns" -m "$streams" -r 1 --rate-period=1ms
+            -n $((conns * streams * 5)) "--log-file=$logf" "http://127.0.0.1:$H2_PORT/test") ;;
     esac
     [[ -n ${TOOL_CMDS[$scen]:-} ]] || TOOL_CMDS[$scen]=$(printf '%s ' "${cmd[@]}" | sed "s#$tmp/##g; s#$RESULTS/#RESULTS/#g")
     sleep 1
@@ -439,9 +470,11 @@ measure() { # rep server scenario try; sets RETRY=1 when other processes disturb
     log "rep $rep $srv $scen$( ((try > 1)) && echo " (try $try)"): ${cmd[*]:3}"
     child_cpu_us; w0=$CHILD_US
     c0=$(cpu_ticks "${pids[@]}"); u0=$(user_ticks "${pids[@]}")
+    cpu_steal "$SERVER_CPU"; s0=$STEAL; cpu_steal "$WRK_CPU"; l0=$STEAL
     sys_busy; b0=$SYS_BUSY; t0=$(date +%s%N)
     "${cmd[@]}" >"$out" 2>&1 || log "load tool exited non-zero ($srv $scen), see $out"
     sys_busy; b1=$SYS_BUSY; t1=$(date +%s%N)
+    cpu_steal "$SERVER_CPU"; s1=$STEAL; cpu_steal "$WRK_CPU"; l1=$STEAL
     c1=$(cpu_ticks "${pids[@]}"); u1=$(user_ticks "${pids[@]}")
     child_cpu_us; w1=$CHILD_US
     rm -f "$stop"; wait $! 2>/dev/null || true
@@ -449,15 +482,22 @@ measure() { # rep server scenario try; sets RETRY=1 when other processes disturb
     kill -0 "$pid" 2>/dev/null || die "$srv died during $scen (see $out)"
     # CPU used by anything but this server and the load tool, % of one CPU
     other=$(( ((b1 - b0) - (c1 - c0) - (w1 - w0) * CLK_TCK / 1000000) * 100 * 1000000000 / CLK_TCK / (t1 - t0) ))
-    echo "# server=$srv pids=${pids[*]} cpu_ticks=$((c1 - c0)) user_ticks=$((u1 - u0)) clk_tck=$CLK_TCK tool_cpu_us=$((w1 - w0)) other_cpu_pct=$other try=$try" >>"$out"
-    if ((other > OTHER_MAX && try < TRIES)); then
-        log "other processes used $other % of a CPU during this run (> $OTHER_MAX): repeating it"
+    # time the hypervisor took from the server's and the load tool's CPU, % of the run
+    steal_srv=$(( (s1 - s0) * 100 * 1000000000 / CLK_TCK / (t1 - t0) ))
+    steal_tool=$(( (l1 - l0) * 100 * 1000000000 / CLK_TCK / (t1 - t0) ))
+    echo "# server=$srv pids=${pids[*]} cpu_ticks=$((c1 - c0)) user_ticks=$((u1 - u0)) clk_tck=$CLK_TCK tool_cpu_us=$((w1 - w0)) other_cpu_pct=$other steal_server_cpu_pct=$steal_srv steal_tool_cpu_pct=$steal_tool try=$try" >>"$out"
+    if (((other > OTHER_MAX || steal_srv > STEAL_MAX) && try < TRIES)); then
+        if ((other > OTHER_MAX)); then
+            log "other processes used $other % of a CPU during this run (> $OTHER_MAX): repeating it"
+        else
+            log "the hypervisor took $steal_srv % of the server's CPU during this run (> $STEAL_MAX): repeating it"
+        fi
         mv "$out" "$out.noisy$try"
         [[ $logf != - ]] && rm -f "$logf"
         RETRY=1
         return 0
     fi
-    STEADY_DUR_S=$dur parse_run "$rep" "$srv" "$scen" "$conns" "$streams" "$out" "$logf" "$((c1 - c0))" "$CLK_TCK" "$((w1 - w0))" "$other" "$((u1 - u0))" "$DELAY_S" "$idle" "$rmax" >>"$tsv"
+    STEADY_DUR_S=$dur WINDOW_S=$window parse_run "$rep" "$srv" "$scen" "$conns" "$streams" "$out" "$logf" "$((c1 - c0))" "$CLK_TCK" "$((w1 - w0))" "$other" "$((u1 - u0))" "$DELAY_S" "$idle" "$rmax" "$steal_srv" "$steal_tool" >>"$tsv"
     # a server that stalled or broke under load fails the next plain request
     case $scen in
     echo-h1) get_ok "http://127.0.0.1:$H1_PORT/echo" OK || die "$srv: /echo wrong or silent after $scen" ;;
@@ -483,7 +523,7 @@ servers_for() { # scenario -> servers
     test-h2c | test-h2c-steady) echo "slowsrv-h2o nginx" ;;
     test-h1-10k-steady | test-h1-18k-steady) echo "slowsrv-h2o slowsrv nginx" ;;
     wait-h2c-100k-steady) echo "slowsrv-h2o nginx" ;;
-    wait-h2c-1m-steady | wait-h2c-1m-settled) if ((NGINX_1M)); then echo "slowsrv-h2o nginx"; else echo "slowsrv-h2o"; fi ;;
+    wait-h2c-1m-steady | wait-h2c-1m-settled | wait-h2c-1m-even) if ((NGINX_1M)); then echo "slowsrv-h2o nginx"; else echo "slowsrv-h2o"; fi ;;
     *) die "unknown scenario $1" ;;
     esac
 }
@@ -492,7 +532,7 @@ scen_setup() { # scenario: the servers' delay and extra options for it
     DELAY_S=1 SRV_EXTRA=()
     case $1 in
     test-h1-18k-steady) SRV_EXTRA=(--max-connections 20000) ;;
-    wait-h2c-1m-steady | wait-h2c-1m-settled) DELAY_S=10 ;;
+    wait-h2c-1m-steady | wait-h2c-1m-settled | wait-h2c-1m-even) DELAY_S=10 ;;
     esac
 }
 
@@ -580,9 +620,9 @@ def num(r, k):
     except ValueError: return float("nan")
 def rps(r): return num(r, "requests") / (num(r, "duration_us") / 1e6) if num(r, "duration_us") else 0.0
 def cpu_us(r):
-    n = num(r, "requests")
+    n = num(r, "cpu_requests")
     return num(r, "cpu_ticks") / num(r, "clk_tck") * 1e6 / n if n else float("nan")
-def busy(r): return num(r, "cpu_ticks") / num(r, "clk_tck") / (num(r, "duration_us") / 1e6) * 100
+def busy(r): return num(r, "cpu_ticks") / num(r, "clk_tck") / (num(r, "run_us") / 1e6) * 100
 def tool_us(r):
     n = num(r, "requests")
     return num(r, "tool_cpu_us") / n if n else float("nan")
@@ -625,6 +665,8 @@ if "echo-h1" in scens:
     row(f"{p} wrk CPU µs/request", "echo-h1", tool_us, 2)
     row(f"{p} errors + non-2xx", "echo-h1", bad, ratios=False)
     row(f"{p} other processes' CPU %", "echo-h1", lambda r: num(r, "other_cpu_pct"), ratios=False)
+    row(f"{p} hypervisor steal, % of the server's CPU", "echo-h1", lambda r: num(r, "steal_srv_pct"), ratios=False)
+    row(f"{p} hypervisor steal, % of the load tool's CPU", "echo-h1", lambda r: num(r, "steal_tool_pct"), ratios=False)
 if "echo-h2c" in scens:
     p = "/echo h2c (h2load c=100 m=10):"
     row(f"{p} requests/s", "echo-h2c", rps)
@@ -636,6 +678,8 @@ if "echo-h2c" in scens:
     row(f"{p} h2load CPU µs/request", "echo-h2c", tool_us, 2)
     row(f"{p} failed + errored + timeout + non-2xx", "echo-h2c", bad, ratios=False)
     row(f"{p} other processes' CPU %", "echo-h2c", lambda r: num(r, "other_cpu_pct"), ratios=False)
+    row(f"{p} hypervisor steal, % of the server's CPU", "echo-h2c", lambda r: num(r, "steal_srv_pct"), ratios=False)
+    row(f"{p} hypervisor steal, % of the load tool's CPU", "echo-h2c", lambda r: num(r, "steal_tool_pct"), ratios=False)
 for scen, what in (("test-h2c", "whole run"), ("test-h2c-steady", "steady state, warm-up left out")):
     if scen not in scens:
         continue
@@ -649,6 +693,8 @@ for scen, what in (("test-h2c", "whole run"), ("test-h2c-steady", "steady state,
     row(f"{p} h2load CPU µs/request", scen, tool_us, 1)
     row(f"{p} failed + errored + timeout + non-2xx", scen, bad, ratios=False)
     row(f"{p} other processes' CPU %", scen, lambda r: num(r, "other_cpu_pct"), ratios=False)
+    row(f"{p} hypervisor steal, % of the server's CPU", scen, lambda r: num(r, "steal_srv_pct"), ratios=False)
+    row(f"{p} hypervisor steal, % of the load tool's CPU", scen, lambda r: num(r, "steal_tool_pct"), ratios=False)
 def ideal(r): return num(r, "conns") * num(r, "streams") / num(r, "delay_s")
 def of_ideal(r): return rps(r) / ideal(r) if ideal(r) else float("nan")
 def rss_per(r):
@@ -665,6 +711,8 @@ scale = (
      10010, 0.99, "2048MiB"),
     ("wait-h2c-1m-settled", "/test 10 s h2c, 1 000 000 waiting streams, settled (--warm-up-time=32)",
      10010, 0.99, "2048MiB"),
+    ("wait-h2c-1m-even", "/test 10 s h2c, 1 000 000 waiting streams, connections opened over one delay "
+     "(-r1 --rate-period=1ms), requests sent 20-40 s", 10010, 0.99, "2048MiB"),
 )
 for scen, what, p99max, rate_min, mem in scale:
     if scen not in scens:
@@ -698,6 +746,8 @@ for scen, what, p99max, rate_min, mem in scale:
         row(f"{p} peak RSS MiB", scen, lambda r: num(r, "rss_max_kib") / 1024, 0)
     row(f"{p} failed + errored + timeout + non-2xx", scen, bad, ratios=False)
     row(f"{p} other processes' CPU %", scen, lambda r: num(r, "other_cpu_pct"), ratios=False)
+    row(f"{p} hypervisor steal, % of the server's CPU", scen, lambda r: num(r, "steal_srv_pct"), ratios=False)
+    row(f"{p} hypervisor steal, % of the load tool's CPU", scen, lambda r: num(r, "steal_tool_pct"), ratios=False)
 print()
 print("— = not measured (slowsrv: HTTP/1.1 only; h2o: static /echo only). Medians of the "
       "repetitions, each figure separately. Requests/s: requests completed ÷ run time "
@@ -705,17 +755,22 @@ print("— = not measured (slowsrv: HTTP/1.1 only; h2o: static /echo only). Medi
       "counted, so a perfect 1 s server scores about (d−1)/d × 10 000/s). CPU: utime+stime of "
       "the server process(es) over the run ÷ requests completed (tick 10 ms); it is the figure "
       "to compare when the load tool, not the server, saturates; user space / kernel = utime / "
-      "stime; busy % = that time ÷ run time "
+      "stime; busy % = that time ÷ the load tool's whole run, warm-up included "
       "(100 % = the server's core is saturated); load-tool CPU = user+sys of wrk/h2load (bash "
       "`times`) ÷ requests. Loopback TCP work done in softirq is charged to whichever process "
       "is running. Other processes' CPU: all CPUs' busy time (/proc/stat, incl. softirq) minus "
-      "server and load tool, % of one CPU; runs above OTHER_MAX were repeated (*.noisyN). /test percentiles: nearest "
+      "server and load tool, % of one CPU; runs above OTHER_MAX were repeated (*.noisyN). Hypervisor "
+      "steal: /proc/stat's steal ticks of the server's and of the load tool's CPU, % of the run; "
+      "this host is a virtual machine, and a stolen CPU stops whatever runs on it for 10 ms or "
+      "more, which shows in the tail; runs above STEAL_MAX on the server's CPU were repeated. /test percentiles: nearest "
       "rank over the per-request times of h2load --log-file (status 200 only); steady state: "
       "h2load --warm-up-time, the -D run after it only (CPU per request is over warm-up and "
       "run, so it reads high there). Ideal: streams ÷ delay per second. RSS: VmRSS of the "
       "server process(es) sampled every 0.1 s; per waiting request = (max − idle) ÷ streams. "
       "18 000 connections: slowsrv and slowsrv-h2o with --max-connections 20000; 1 000 000: "
-      "--delay 10s (nginx echo_sleep 10).")
+      "--delay 10s (nginx echo_sleep 10). Opened over one delay: the requests sent 20-40 s into "
+      "the run (h2load -n has no warm-up): percentiles over them, requests/s = their number ÷ 20 s, "
+      "CPU per request = the whole run's ÷ all requests.")
 PY
 } >"$RESULTS/summary.md"
 cat "$RESULTS/summary.md"

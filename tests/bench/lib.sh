@@ -7,15 +7,25 @@
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 # The host is shared: a build or test suite started by someone else during a run skews it.
-# sys_busy: busy ticks of all CPUs (user+nice+system+irq+softirq+steal, /proc/stat).
+# sys_busy: busy ticks of all CPUs (user+nice+system+irq+softirq, /proc/stat).
 # Before each run wait (up to QUIET_WAIT s) for a second with < QUIET_MAX % busy; after it,
 # "other CPU %" = (all busy - server - load tool) / run time; above OTHER_MAX the run is
 # repeated (up to TRIES attempts; the noisy output is kept as *.noisyN).
+# Steal (time the hypervisor ran something else while a virtual CPU had work) is not another
+# process's work and is kept apart: cpu_steal N sets STEAL to CPU N's steal ticks.
 SYS_BUSY=0
 sys_busy() {
-    local _c user nice system _idle _iowait irq softirq steal _rest
-    read -r _c user nice system _idle _iowait irq softirq steal _rest </proc/stat
-    SYS_BUSY=$((user + nice + system + irq + softirq + steal))
+    local _c user nice system _idle _iowait irq softirq _rest
+    read -r _c user nice system _idle _iowait irq softirq _rest </proc/stat
+    SYS_BUSY=$((user + nice + system + irq + softirq))
+}
+STEAL=0
+cpu_steal() { # cpu
+    local c _user _nice _system _idle _iowait _irq _softirq steal _rest
+    while read -r c _user _nice _system _idle _iowait _irq _softirq steal _rest; do
+        [[ $c == "cpu$1" ]] && { STEAL=$steal; return 0; }
+    done </proc/stat
+    STEAL=0
 }
 wait_quiet() {
     local b0 i
