@@ -377,12 +377,10 @@ static void act(struct h2s_request *r, enum exchange_do d);
 /* At most this many due requests are answered in one turn of the loop. libh2o writes a turn's
  * answers when the turn ends and frees each one's pool (a 4 KiB chunk, taken as it answers) once
  * written: a wave of 50 000 due at once answered in one turn held 200 MiB until the turn ended,
- * and sent its first answer only after the last was made. A batch's first answer waits for its
- * last (about 3 µs each at a million waiting), and the requests those answers bring come back
- * together and fall due together a delay later: a closed loop keeps every batch it is given.
- * 1024 a turn kept a million waiting streams 4-30 ms late at p99; 128 about halved that
- * (doc/benchmarks.md, issue 16, seventh round). */
-#define ANSWERS_PER_TURN 128
+ * and sent its first answer only after the last was made. 128 was tried: a million waiting
+ * h2c streams came out earlier in six pairs of seven, but the /test p99 at 10 000 HTTP/1.1
+ * connections later in four of five (doc/benchmarks.md, issue 16, seventh round). */
+#define ANSWERS_PER_TURN 1024
 
 /* Asks the CPU for what the next due requests' answers read, while this one is answered: a
  * request has waited its delay, so its record and libh2o's request are out of the cache. Each
