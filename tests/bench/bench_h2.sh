@@ -624,7 +624,7 @@ def cpu_us(r):
     return num(r, "cpu_ticks") / num(r, "clk_tck") * 1e6 / n if n else float("nan")
 def busy(r): return num(r, "cpu_ticks") / num(r, "clk_tck") / (num(r, "run_us") / 1e6) * 100
 def tool_us(r):
-    n = num(r, "requests")
+    n = num(r, "cpu_requests")
     return num(r, "tool_cpu_us") / n if n else float("nan")
 def user_us(r):
     n = num(r, "requests")
