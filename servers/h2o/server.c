@@ -377,10 +377,14 @@ static void act(struct h2s_request *r, enum exchange_do d);
 /* At most this many due requests are answered in one turn of the loop. libh2o writes a turn's
  * answers when the turn ends and frees each one's pool (a 4 KiB chunk, taken as it answers) once
  * written: a wave of 50 000 due at once answered in one turn held 200 MiB until the turn ended,
- * and sent its first answer only after the last was made. 128 was tried: a million waiting
- * h2c streams came out earlier in six pairs of seven, but the /test p99 at 10 000 HTTP/1.1
- * connections later in four of five (doc/benchmarks.md, issue 16, seventh round). */
+ * and sent its first answer only after the last was made. */
 #define ANSWERS_PER_TURN 1024
+/* Of those, at most this many over HTTP/2: libh2o sends an h2 answer when the turn ends, an
+ * HTTP/1 answer as it is made. A cap of 128 on all answers brought a million waiting h2c streams
+ * out earlier in six pairs of seven, but the /test p99 at 10 000 HTTP/1.1 connections later in
+ * four of five, whose answers gain nothing from a shorter turn and wait a turn longer
+ * (doc/benchmarks.md, issue 16, seventh and eighth rounds). */
+#define H2_ANSWERS_PER_TURN 128
 
 /* Asks the CPU for what the next due requests' answers read, while this one is answered: a
  * request has waited its delay, so its record and libh2o's request are out of the cache. Each
@@ -415,11 +419,13 @@ static void prefetch_next(struct h2s_loop *loop, uint64_t now)
 static int fire_due(struct h2s_loop *loop, uint64_t now, int give_up)
 {
     struct timer_node *node;
-    for (unsigned n = 0; give_up || n < ANSWERS_PER_TURN; n++) {
+    unsigned h2 = 0;
+    for (unsigned n = 0; give_up || (n < ANSWERS_PER_TURN && h2 < H2_ANSWERS_PER_TURN); n++) {
         if ((node = timer_heap_pop_due(&loop->timers, now)) == NULL)
             return 0;
         prefetch_next(loop, now);
         struct h2s_request *r = (struct h2s_request *)(void *)exchange_of_timer(node);
+        h2 += r->req && r->req->version >= 0x200;
         act(r, exchange_on_timer(&r->x, !give_up && client_gone(r->req), give_up));
     }
     return 1;
