@@ -425,7 +425,7 @@ static int fire_due(struct h2s_loop *loop, uint64_t now, int give_up)
             return 0;
         prefetch_next(loop, now);
         struct h2s_request *r = (struct h2s_request *)(void *)exchange_of_timer(node);
-        h2 += r->req && r->req->version >= 0x200;
+        h2 += r->req->version >= 0x200;
         act(r, exchange_on_timer(&r->x, !give_up && client_gone(r->req), give_up));
     }
     return 1;
