@@ -627,7 +627,7 @@ def tool_us(r):
     n = num(r, "cpu_requests")
     return num(r, "tool_cpu_us") / n if n else float("nan")
 def user_us(r):
-    n = num(r, "requests")
+    n = num(r, "cpu_requests")
     return num(r, "user_ticks") / num(r, "clk_tck") * 1e6 / n if n else float("nan")
 def sys_us(r): return cpu_us(r) - user_us(r)
 def bad(r): return sum(num(r, k) for k in ("failed", "errored", "timeout", "non2xx", "socket_errors"))
