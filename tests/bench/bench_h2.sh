@@ -834,7 +834,7 @@ print("— = not measured (slowsrv: HTTP/1.1 only; h2o: static /echo only). Medi
       "18 000 connections: slowsrv and slowsrv-h2o with --max-connections 20000; 1 000 000: "
       "--delay 10s (nginx echo_sleep 10) and --max-connections 10100 (so that /stats gets in beside "
       "h2load's 10 000). The server's own overshoot (slowsrv, wait-h2c rows): /stats read at the start "
-      "and end of the judged window (5-20 s at 100 000; the warm-up's end and the run's end; "
+      "and end of the judged window (5-20 s at 100 000; the warm-up's end and the run's end in the million's steady and settled rows; "
       "30-50 s for the million opened over one delay, when the requests sent 20-40 s are "
       "answered), the difference of the /test route's delay_overshoot_ms histogram: how late each "
       "answer started after its delay was due, on the server's clock; percentiles are the upper "
