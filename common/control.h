@@ -39,7 +39,7 @@
 #include "route.h"
 #include "service.h"
 
-/* Largest request body the control API reads; the engine answers 413 beyond it. */
+/* Largest request body the control API reads; control_handle answers 413 beyond it. */
 #define CONTROL_BODY_MAX (1024 * 1024)
 
 struct scenario;

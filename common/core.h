@@ -1,5 +1,5 @@
 /*
- * core: the conventions every module of common/ follows, in one place (shared/STYLE.md, 3-5).
+ * core: the conventions every module of common/ follows, in one place.
  *
  * - A fallible call returns 0, or a negative errno (-EINVAL for a bad value or setting,
  *   -ENOMEM, -EADDRINUSE, ...), and never half-succeeds: on failure it has released what it

@@ -130,7 +130,7 @@ struct plan {
     int close;              /* close the connection after this answer (Connection: close) */
     /* A plan needs one or the other, never both: an error of route_plan_error is answered at
      * once, with no Server-Timing, and an injected error (error-rate), which keeps its delay,
-     * answers its route's prebuilt body. Every waiting request carries this record (issue 16). */
+     * answers its route's prebuilt body. Every waiting request carries this record. */
     union {
         char timing_buf[ROUTE_TIMING_LEN];
         char text[192]; /* storage for bodies built per request */

@@ -1,4 +1,4 @@
-/* A waiting request's memory pool, cut to what it holds (issue 16).
+/* A waiting request's memory pool, cut to what it holds.
  *
  * libh2o gives every request (every HTTP/2 stream) a pool whose first chunk is a fixed 4 KiB,
  * of which a waiting request fills a few hundred bytes: its header list, the pool's own
