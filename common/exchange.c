@@ -372,6 +372,11 @@ void exchange_answer(struct exchange *x)
     }
 }
 
+int exchange_has_answered(const struct exchange *x)
+{
+    return x->answered != 0;
+}
+
 int exchange_paced(const struct exchange *x)
 {
     return x->plan.drip.chunks > 0 || x->plan.truncate;

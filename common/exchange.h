@@ -96,7 +96,7 @@ struct exchange {
     enum exchange_state state;
     enum exchange_do next; /* what exchange_next returns once the body is in */
     unsigned answered;     /* status of the queued answer, 0 if none */
-    /* Flags, a byte each: every waiting request carries this record (issue 16). */
+    /* Flags, a byte each: every waiting request carries this record. */
     unsigned char overflow_reset; /* refused requests are reset, not answered 503 */
     unsigned char refused;        /* refused by the worker pool */
     unsigned char stopped;        /* answered a 503 of the core's ("server stopping", "too many
@@ -180,6 +180,9 @@ enum exchange_do exchange_sleep(struct exchange *x, int (*sleep_fn)(void *arg, u
  * exchange_body_take hands over its last byte. */
 void exchange_answer(struct exchange *x);
 
+/* Returns 1 once an answer's head was queued (exchange_answer): a fault or a stop then cuts the
+ * answer short instead of replacing it. */
+int exchange_has_answered(const struct exchange *x);
 /* Returns 1 if the plan's body must be paced by exchange_body_take (?drip=, ?fault=truncate)
  * rather than sent whole. */
 int exchange_paced(const struct exchange *x);

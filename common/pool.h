@@ -23,7 +23,8 @@ enum pool_state {
 };
 
 struct pool_entry {
-    struct pool_entry *next;
+    struct pool_entry *next; /* the pool's queue while queued; once `admit` was called, the
+                                entry's owner may use it (an engine's inbox of hand-backs) */
     enum pool_state state;
     int flushed; /* set by pool_flush: admitted only to be told the server is stopping */
     void (*admit)(struct pool_entry *e); /* called once, under the pool lock, on admission */

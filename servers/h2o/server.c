@@ -46,7 +46,7 @@ struct h2s_request {
     uint64_t sent;         /* its bytes handed to libh2o so far */
     struct h2s_conn *conn; /* while its whole answer is being sent (send_plan), else NULL */
     struct h2s_conn *on;   /* the connection it came on, or NULL */
-    /* Flags, a byte each: every waiting request carries this record (issue 16). */
+    /* Flags, a byte each: every waiting request carries this record. */
     unsigned char in_inbox;  /* admitted by another thread, not yet taken by the loop; under
                                 inbox_lock */
     unsigned char sending;   /* bytes handed to libh2o and not yet sent (proceed is due) */
@@ -383,7 +383,7 @@ static void act(struct h2s_request *r, enum exchange_do d);
  * HTTP/1 answer as it is made. A cap of 128 on all answers brought a million waiting h2c streams
  * out earlier in six pairs of seven, but the /test p99 at 10 000 HTTP/1.1 connections later in
  * four of five, whose answers gain nothing from a shorter turn and wait a turn longer
- * (doc/benchmarks.md, issue 16, seventh and eighth rounds). */
+ * (doc/benchmarks.md). */
 #define H2_ANSWERS_PER_TURN 128
 
 /* Asks the CPU for what the next due requests' answers read, while this one is answered: a
@@ -437,7 +437,7 @@ static int fire_due(struct h2s_loop *loop, uint64_t now, int give_up)
  * 256 a turn, so with thousands of connections readable the timerfd waited turns behind them,
  * and a wave of due answers went out 1024 per round of every readable connection: up to 170 ms
  * late at 100 000 h2c streams, an overshoot p99 of 5-10 ms at 10 000 HTTP/1.1 connections
- * (doc/benchmarks.md, issue 16, third round). */
+ * (doc/benchmarks.md). */
 static void want_fire(struct h2s_loop *loop)
 {
     if (!h2o_timeout_is_linked(&loop->fire_entry))
@@ -516,7 +516,7 @@ static void act(struct h2s_request *r, enum exchange_do d)
         return;
     case EXCHANGE_DO_RESET:
     case EXCHANGE_DO_CLOSE:
-        if (!r->x.answered)
+        if (!exchange_has_answered(&r->x))
             break_connection(r, d == EXCHANGE_DO_RESET);
         else if (!r->sending) /* a paced body cut short; else proceed cuts it */
             h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
@@ -691,8 +691,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     /* Due requests are answered at the end of the turn (on_fire), never from here: answering
      * them while arrivals are read ties the two together, so that one second's answers and the
      * next second's arrivals gather into a burst that never spreads out again. At 10 000
-     * HTTP/1.1 connections that kept 0.8 of ideal with 200 ms of lateness (doc/benchmarks.md,
-     * issue 16). */
+     * HTTP/1.1 connections that kept 0.8 of ideal with 200 ms of lateness (doc/benchmarks.md). */
     memcpy(method, req->method.base, mlen);
     method[mlen] = '\0';
     /* The record lives in the request's pool, whose first chunk (4 KiB) every request has and

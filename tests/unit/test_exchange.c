@@ -96,7 +96,9 @@ static void exchange_delayed_answer_counts_once(void)
     CHECK(exchange_of_timer(n) == &x);
     CHECK_INT(exchange_on_timer(&x, 0, 0), EXCHANGE_DO_ANSWER);
     CHECK_INT(exchange_next(&x), EXCHANGE_DO_ANSWER); /* an engine that runs it again */
+    CHECK_INT(exchange_has_answered(&x), 0);
     exchange_answer(&x);
+    CHECK_INT(exchange_has_answered(&x), 1);
     CHECK_INT(exchange_next(&x), EXCHANGE_DO_DONE);
     exchange_end(&x, &f.h);
     stats_totals_get(f.st, &t);
