@@ -64,6 +64,7 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
     x->stopped = 0;
     x->refused_head = 0;
     x->in_queue = 0;
+    x->in_inbox = 0;
     x->begun_us = timer_now_us();
     x->due_us = 0;
     x->sent_us = 0;

@@ -103,6 +103,7 @@ struct exchange {
                                      waiting requests") instead of its plan */
     unsigned char refused_head;   /* the head failed head_check: answered at once, then closed */
     unsigned char in_queue;       /* counted as queued for a worker (stats_queue_begin) */
+    unsigned char in_inbox;       /* handed back, in its loop's inbox (loop.h); under its lock */
     struct stats_shard *shard;
     struct service *svc;            /* whose stop makes every answer close its connection */
     struct route_table *table;      /* the generation that planned it, held until _end */

@@ -9,6 +9,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mhd.h"
@@ -151,6 +152,21 @@ static void rearm_shut(struct mhd_loop *loop)
     }
 }
 
+/* Waits to the microsecond (epoll_pwait2), so that the core loop's batch (LOOP_BATCH_US) is the
+ * batch; a kernel older than 5.11 has only epoll_wait's milliseconds, rounded up. */
+static int wait_events(int ep_fd, struct epoll_event *ev, int max, uint64_t wait_us)
+{
+    static atomic_int no_pwait2;
+    if (!atomic_load_explicit(&no_pwait2, memory_order_relaxed)) {
+        struct timespec ts = {(time_t)(wait_us / 1000000), (long)(wait_us % 1000000) * 1000};
+        int n = epoll_pwait2(ep_fd, ev, max, &ts, NULL);
+        if (n >= 0 || errno != ENOSYS)
+            return n;
+        atomic_store_explicit(&no_pwait2, 1, memory_order_relaxed);
+    }
+    return epoll_wait(ep_fd, ev, max, (int)((wait_us + 999) / 1000));
+}
+
 /* epoll model: waits up to wait_us for the shards' sockets, libmicrohttpd's earliest timeout, a
  * new connection or a wake-up, then runs the shards that have something to do. The loop's epoll
  * set holds each daemon's epoll fd (readable while it has events; never epoll_wait()ed here,
@@ -179,7 +195,7 @@ static void run_epoll(struct mhd_loop *loop, uint64_t wait_us)
         else if (next - now < wait_us)
             wait_us = next - now;
     }
-    int n = epoll_wait(loop->ep_fd, ev, MAX_SHARDS + 2, (int)((wait_us + 999) / 1000));
+    int n = wait_events(loop->ep_fd, ev, MAX_SHARDS + 2, wait_us);
     now = timer_now_us();
     for (int i = 0; i < n; i++) {
         uint64_t k = ev[i].data.u64;

@@ -13,7 +13,7 @@ static void run_poll(struct mhd_loop *loop, uint64_t wait_us)
     mhd_deadline_after(&ts, wait_us);
     pthread_mutex_lock(&loop->lock);
     /* A request queued after wait_us was computed signals `wake` if it is the earliest. */
-    if (timer_heap_wait_us(&loop->timers, timer_now_us(), wait_us) > 0)
+    if (timer_heap_wait_us(&loop->core.timers, timer_now_us(), wait_us) > 0)
         pthread_cond_timedwait(&loop->wake, &loop->lock, &ts);
     pthread_mutex_unlock(&loop->lock);
 }

@@ -68,38 +68,55 @@ static int tpc_pace(struct request *rq, uint64_t due_us, uint64_t now_us)
     return 1;
 }
 
-/* How often the stop looks at what is left. */
-#define TPC_DRAIN_TICK_US (10 * 1000)
+/* The stop's backend (loop.h): libmicrohttpd runs the threads, so the drain is watched from the
+ * stopping thread (mhd_tpc_drain). */
+static void tpc_quiesce(void *ctx)
+{
+    mhd_accept_quiesce(ctx);
+    mhd_watch_close_idle(ctx);
+}
 
-/* libmicrohttpd runs the threads, so the drain (drain.h) is watched from the stopping thread.
- * On giving up, parked threads are handed back first (they wait for that alone), then sleepers
- * are cut: both answer "server stopping". */
+/* On giving up, parked threads were handed back first (service_flush: they wait for that
+ * alone); now sleepers are cut. Both answer "server stopping". */
+static void tpc_give_up(void *ctx)
+{
+    struct app_server *srv = ((struct mhd_loop *)ctx)->srv;
+    pthread_mutex_lock(&srv->sleep_lock);
+    srv->hard_stop = 1;
+    pthread_cond_broadcast(&srv->sleep_cond);
+    pthread_mutex_unlock(&srv->sleep_lock);
+}
+
+static int tpc_carry(void *ctx, struct exchange *x, enum exchange_do d)
+{
+    (void)ctx;
+    (void)x;
+    (void)d;
+    return 0; /* no timer or inbox is ever queued on this loop */
+}
+
+static void tpc_wake(void *ctx)
+{
+    (void)ctx;
+}
+
+const struct loop_backend mhd_core_backend_tpc = {
+    .carry = tpc_carry,
+    .quiesce = tpc_quiesce,
+    .give_up = tpc_give_up,
+    .wake = tpc_wake,
+};
+
 void mhd_tpc_drain(struct app_server *srv)
 {
     struct mhd_loop *loop = &srv->loops[0];
     if (!loop->shards[0].daemon)
         return;
-    drain_init(&loop->drain, srv->cfg->grace_us);
     for (;;) {
-        switch (drain_step(&loop->drain, 1, mhd_active_total(srv), timer_now_us())) {
-        case DRAIN_QUIESCE:
-            mhd_accept_quiesce(loop);
-            mhd_watch_close_idle(loop);
-            break;
-        case DRAIN_GIVE_UP:
-            service_flush(srv->svc);
-            pthread_mutex_lock(&srv->sleep_lock);
-            srv->hard_stop = 1;
-            pthread_cond_broadcast(&srv->sleep_cond);
-            pthread_mutex_unlock(&srv->sleep_lock);
-            break;
-        case DRAIN_DONE:
+        uint64_t wait_us = LOOP_DRAIN_TICK_US;
+        if (loop_stop_step(&loop->core, 1, mhd_active_total(srv), timer_now_us(), &wait_us))
             return;
-        default:
-            break;
-        }
-        uint64_t us = drain_wait_us(&loop->drain, timer_now_us(), TPC_DRAIN_TICK_US);
-        struct timespec ts = {0, (long)us * 1000};
+        struct timespec ts = {0, (long)wait_us * 1000};
         nanosleep(&ts, NULL);
     }
 }

@@ -1,7 +1,7 @@
 /*
- * A loop's life, the same in every event-loop model: pop the timers that are due and resume
- * their connections, sweep for --header-timeout, wait through the model's backend, and stop as
- * drain.h says.
+ * A loop's life, the same in every event-loop model: the core loop (loop.h) answers what is due
+ * by resuming its connections, the loop sweeps for --header-timeout, waits through the model's
+ * backend, and stops as the core loop says.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,23 +12,6 @@
 #include "mhd.h"
 #include "net.h"
 
-/* Resumes are answered in batches of up to this long (see mhd_loop_main). */
-#define RESUME_BATCH_US 1000
-/* Longest wait of a turn while the loop stops, so that its end is noticed promptly. */
-#define DRAIN_TICK_US (10 * 1000)
-
-void mhd_loop_lock(struct mhd_loop *loop)
-{
-    if (loop->srv->internal)
-        pthread_mutex_lock(&loop->lock);
-}
-
-void mhd_loop_unlock(struct mhd_loop *loop)
-{
-    if (loop->srv->internal)
-        pthread_mutex_unlock(&loop->lock);
-}
-
 /* Every resume goes through here, so that the loop knows which daemon to run. Any thread; once
  * resumed, the request may be answered and freed by the thread running MHD (poll model, or a
  * resume from another thread), so nothing of it is read after. Returns its loop. */
@@ -38,14 +21,6 @@ struct mhd_loop *mhd_resume(struct request *rq)
     MHD_resume_connection(rq->conn);
     atomic_store_explicit(&shard->due, 1, memory_order_release);
     return shard->loop;
-}
-
-/* A timer was queued for rq: the poll model's timer thread must wake if it is now the earliest.
- * Called with the loop lock held. */
-static void timer_queued(struct mhd_loop *loop, struct request *rq)
-{
-    if (loop->srv->internal && timer_heap_peek(&loop->timers) == &rq->x.timer)
-        pthread_cond_signal(&loop->wake);
 }
 
 void mhd_wake_loop(struct mhd_loop *loop)
@@ -70,11 +45,7 @@ enum MHD_Result mhd_loop_hold(struct request *rq, mhd_act_fn act)
     struct mhd_loop *loop = rq->shard->loop;
     (void)act;
     MHD_suspend_connection(rq->conn);
-    mhd_loop_lock(loop);
-    enum exchange_do d = exchange_hold(&rq->x, &loop->timers);
-    if (d == EXCHANGE_DO_WAIT)
-        timer_queued(loop, rq);
-    mhd_loop_unlock(loop);
+    enum exchange_do d = loop_hold(&loop->core, &rq->x);
     if (d != EXCHANGE_DO_WAIT && d != EXCHANGE_DO_PARK)
         mhd_resume(rq);
     return MHD_YES;
@@ -87,46 +58,79 @@ int mhd_loop_pace(struct request *rq, uint64_t due_us, uint64_t now_us)
     struct mhd_loop *loop = rq->shard->loop;
     (void)now_us;
     MHD_suspend_connection(rq->conn);
-    mhd_loop_lock(loop);
-    enum exchange_do d = exchange_pace(&rq->x, &loop->timers, due_us);
-    if (d == EXCHANGE_DO_WAIT)
-        timer_queued(loop, rq);
-    mhd_loop_unlock(loop);
+    enum exchange_do d = loop_pace(&loop->core, &rq->x, due_us);
     if (d != EXCHANGE_DO_WAIT)
         mhd_resume(rq); /* CLOSE: the reader then ends the body with an error */
     return 0;
 }
 
-/* Resumes the requests due by `now` (all of them with now = UINT64_MAX and `cancel`). A client
- * that left while waiting is only seen here, as MHD does not watch suspended sockets: it is
- * counted as a cancel and its connection closed without an answer. Requests are popped under the
- * loop lock and resumed outside it, so that no lock of ours is held while MHD takes its own. */
-static size_t fire_due(struct mhd_loop *loop, uint64_t now, int cancel)
+/* The core loop's backend (loop.h). What the core decided for a due request is carried out when
+ * MHD runs the request again (exchange_next), or reads the next chunk of a paced body: here it
+ * is only resumed. */
+static int carry(void *ctx, struct exchange *x, enum exchange_do d)
 {
-    struct request *batch[256];
-    size_t n, fired = 0;
-    do {
-        mhd_loop_lock(loop);
-        for (n = 0; n < sizeof batch / sizeof batch[0]; n++) {
-            struct timer_node *node = timer_heap_pop_due(&loop->timers, now);
-            if (!node)
-                break;
-            batch[n] = (struct request *)(void *)exchange_of_timer(node);
-        }
-        mhd_loop_unlock(loop);
-        for (size_t i = 0; i < n; i++) {
-            struct request *rq = batch[i];
-            const union MHD_ConnectionInfo *ci =
-                MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-            /* What it decided is carried out when MHD runs the request again (exchange_next),
-             * or reads the next chunk of a paced body. */
-            exchange_on_timer(&rq->x, ci && net_peer_gone(ci->connect_fd), cancel);
-            mhd_resume(rq);
-        }
-        fired += n;
-    } while (n == sizeof batch / sizeof batch[0]);
-    return fired;
+    (void)ctx;
+    (void)d;
+    mhd_resume((struct request *)(void *)x);
+    return 0;
 }
+
+/* A client that left while waiting is only seen here, as MHD does not watch suspended sockets:
+ * it is counted as a cancel and its connection closed without an answer. */
+static int peer_gone(void *ctx, struct exchange *x)
+{
+    struct request *rq = (struct request *)(void *)x;
+    (void)ctx;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci && net_peer_gone(ci->connect_fd);
+}
+
+static void quiesce(void *ctx)
+{
+    struct mhd_loop *loop = ctx;
+    loop->srv->backend->quiesce(loop);
+    mhd_watch_close_idle(loop);
+}
+
+static void wake(void *ctx)
+{
+    mhd_wake_loop(ctx);
+}
+
+static void lock(void *ctx)
+{
+    pthread_mutex_lock(&((struct mhd_loop *)ctx)->lock);
+}
+
+static void unlock(void *ctx)
+{
+    pthread_mutex_unlock(&((struct mhd_loop *)ctx)->lock);
+}
+
+/* The poll model's timer thread waits for the earliest deadline: a new earliest wakes it. */
+static void earliest(void *ctx)
+{
+    pthread_cond_signal(&((struct mhd_loop *)ctx)->wake);
+}
+
+const struct loop_backend mhd_core_backend = {
+    .carry = carry,
+    .peer_gone = peer_gone,
+    .quiesce = quiesce,
+    .wake = wake,
+};
+
+/* The poll model: MHD's own thread shares the heap. */
+const struct loop_backend mhd_core_backend_shared = {
+    .carry = carry,
+    .peer_gone = peer_gone,
+    .quiesce = quiesce,
+    .wake = wake,
+    .earliest = earliest,
+    .lock = lock,
+    .unlock = unlock,
+};
 
 /* Runs the shards that are due (a connection resumed or added, a socket event, libmicrohttpd's
  * own timeout), or all of them, and notes when each asks to run next. */
@@ -173,46 +177,18 @@ void *mhd_loop_main(void *arg)
     struct app_server *srv = loop->srv;
     const struct mhd_backend *backend = srv->backend;
 
-    drain_init(&loop->drain, srv->cfg->grace_us);
     for (;;) {
         uint64_t now = timer_now_us();
-        /* Once the loop has given up, every timer is due, and what waits is answered "server
-         * stopping" (exchange.h). */
-        int given_up = drain_given_up(&loop->drain);
         mhd_watch_sweep(loop, now);
         /* Let MHD answer what was just resumed before waiting again. */
-        if (fire_due(loop, given_up ? UINT64_MAX : now, given_up) && !srv->internal)
+        if (loop_fire(&loop->core, now) && !srv->internal)
             mhd_run_shards(loop, 0);
         /* The wait counts from now, not from the top of this turn (MHD may have run for a while
-         * since). It is rounded up to whole milliseconds on purpose: each resume pass makes
-         * libmicrohttpd 0.9.75 walk every suspended connection of the shard, so timers are
-         * answered in batches of up to 1 ms rather than one pass each (measured: exact waits
-         * cost more CPU and more lateness at 10 000 waiting connections). */
-        mhd_loop_lock(loop);
-        uint64_t wait_us = timer_heap_wait_us(&loop->timers, timer_now_us(), LOOP_TICK_US);
-        mhd_loop_unlock(loop);
-        wait_us = (wait_us + RESUME_BATCH_US - 1) / RESUME_BATCH_US * RESUME_BATCH_US;
+         * since). */
+        uint64_t wait_us = loop_wait_us(&loop->core, timer_now_us(), LOOP_TICK_US);
         int stopping = atomic_load_explicit(&srv->stopping, memory_order_acquire);
-        switch (drain_step(&loop->drain, stopping, atomic_load(&loop->active), now)) {
-        case DRAIN_SERVE:
-            break;
-        case DRAIN_QUIESCE:
-            backend->quiesce(loop);
-            mhd_watch_close_idle(loop);
-            break;
-        case DRAIN_GIVE_UP:
-            /* Parked requests of every loop are handed back; harmless if another loop did it. */
-            service_flush(srv->svc);
-            wait_us = 0;
-            break;
-        case DRAIN_DONE:
+        if (loop_stop_step(&loop->core, stopping, atomic_load(&loop->active), now, &wait_us))
             return NULL;
-        case DRAIN_RUN:
-        case DRAIN_FINISH:
-            break;
-        }
-        if (stopping && wait_us > DRAIN_TICK_US)
-            wait_us = DRAIN_TICK_US;
-        backend->turn(loop, drain_wait_us(&loop->drain, timer_now_us(), wait_us));
+        backend->turn(loop, wait_us);
     }
 }

@@ -24,11 +24,10 @@
 #include "../app.h"
 #include "drain.h"
 #include "exchange.h"
+#include "loop.h"
 #include "service.h"
 #include "timer.h"
 
-/* Longest wait in a loop turn, so a stop request is noticed promptly. */
-#define LOOP_TICK_US (100 * 1000)
 /* libmicrohttpd 0.9.75 walks every suspended connection of a daemon each time it resumes one
  * (resume_suspended_connections): at 10 000 waiting connections that walk was over a third of
  * slowsrv's CPU. An epoll loop therefore accepts its connections itself and hands them to
@@ -99,7 +98,7 @@ struct mhd_loop {
     uint64_t accept_warned;
     pthread_t thread;
     int thread_started;
-    struct timer_heap timers;
+    struct core_loop core; /* timers, inbox and stop (loop.h) */
     /* poll model only: MHD runs its own thread, so the heap is shared with it under `lock`, and
      * this loop's thread only fires timers, waiting on `wake` until the earliest deadline. */
     pthread_mutex_t lock;
@@ -110,7 +109,6 @@ struct mhd_loop {
     int wake_fd;
     struct stats_shard *shard;
     atomic_size_t active; /* requests begun and not completed */
-    struct drain drain;   /* its stop (drain.h) */
     struct MHD_Response *cache[ROUTE_MAX];
     /* Connections, for --header-timeout: added and removed by libmicrohttpd's callbacks, swept
      * by the loop's thread (thread-per-connection: a thread of its own). */
@@ -224,9 +222,9 @@ void *mhd_watch_main(void *arg);
 
 /* loop.c */
 void *mhd_loop_main(void *arg);
-/* The poll model shares the heap with libmicrohttpd's thread: these lock it (others: no-op). */
-void mhd_loop_lock(struct mhd_loop *loop);
-void mhd_loop_unlock(struct mhd_loop *loop);
+/* The core loop's backends (loop.h): event-loop models, the poll model (whose heap is shared
+ * with libmicrohttpd's thread), thread-per-connection (backend_tpc.c; its loop only stops). */
+extern const struct loop_backend mhd_core_backend, mhd_core_backend_shared, mhd_core_backend_tpc;
 /* Every resume goes through here, so that the loop knows which daemon to run. Returns its loop. */
 struct mhd_loop *mhd_resume(struct request *rq);
 /* Wakes a loop's wait from another thread (epoll and select models). */

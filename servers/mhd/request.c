@@ -426,9 +426,7 @@ void mhd_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     if (!rq)
         return;
     if (rq->started) {
-        mhd_loop_lock(loop);
-        exchange_end(&rq->x, &loop->timers);
-        mhd_loop_unlock(loop);
+        loop_end(&loop->core, &rq->x);
         atomic_fetch_sub_explicit(&loop->active, 1, memory_order_relaxed);
     }
     free(rq->raw_uri);

@@ -134,7 +134,10 @@ static int mhd_server_start(struct app_server *srv, struct app_base *base, char 
         monotonic_cond_init(&loop->wake);
         /* --max-connections is enforced over all loops by the accept policy; any one loop may
          * hold them all, so each daemon and heap is sized for the whole limit. */
-        if (timer_heap_init(&loop->timers, cfg->max_connections) != 0 ||
+        const struct loop_backend *be = srv->internal ? &mhd_core_backend_shared
+                                        : srv->tpc    ? &mhd_core_backend_tpc
+                                                      : &mhd_core_backend;
+        if (loop_init(&loop->core, be, loop, srv->svc, cfg->max_connections, cfg->grace_us) != 0 ||
             mhd_build_cache(srv, loop->cache) != 0)
             rc = -ENOMEM;
     }
@@ -211,8 +214,8 @@ static void mhd_server_free(struct app_server *srv)
         free(loop->shards);
         if (srv->svc)
             mhd_free_cache(loop->cache, srv->svc->routes.count);
-        timer_heap_cleanup(&loop->timers);
         if (loop->srv) {
+            loop_cleanup(&loop->core);
             pthread_cond_destroy(&loop->wake);
             pthread_mutex_destroy(&loop->lock);
             pthread_mutex_destroy(&loop->watch_lock);

@@ -1,0 +1,219 @@
+#include "loop.h"
+
+#include <errno.h>
+
+#include "pool.h"
+#include "service.h"
+
+static void lock(struct core_loop *l)
+{
+    if (l->be->lock)
+        l->be->lock(l->ctx);
+}
+
+static void unlock(struct core_loop *l)
+{
+    if (l->be->unlock)
+        l->be->unlock(l->ctx);
+}
+
+int loop_init(struct core_loop *l, const struct loop_backend *be, void *ctx, struct service *svc,
+              size_t max_waiting, uint64_t grace_us)
+{
+    l->be = be;
+    l->ctx = ctx;
+    l->svc = svc;
+    l->fired_us = 0;
+    l->more_due = 0;
+    l->inbox = NULL;
+    drain_init(&l->drain, grace_us);
+    pthread_mutex_init(&l->inbox_lock, NULL);
+    if (timer_heap_init(&l->timers, max_waiting ? max_waiting : 1) != 0)
+        return -ENOMEM;
+    return 0;
+}
+
+void loop_cleanup(struct core_loop *l)
+{
+    timer_heap_cleanup(&l->timers);
+    pthread_mutex_destroy(&l->inbox_lock);
+}
+
+/* Asks the backend to prefetch for the next three due requests, while one is answered. */
+static void prefetch(struct core_loop *l, uint64_t now)
+{
+    struct timer_node *n = timer_heap_peek(&l->timers);
+    if (!n || n->due_us > now)
+        return;
+    for (unsigned ahead = 1; n && ahead <= 3; ahead++, n = timer_heap_next_listed(n))
+        l->be->prefetch(l->ctx, exchange_of_timer(n), ahead);
+}
+
+/* Answers up to a turn's worth of the requests due by now (all of them with give_up): each is
+ * popped under the backend's lock and carried out outside it, so that no lock of ours is held
+ * while the library takes its own. Returns how many were answered; *capped when the cap stopped
+ * it with more due. */
+static size_t fire_some(struct core_loop *l, uint64_t now, int give_up, int *capped)
+{
+    unsigned deferred = 0;
+    *capped = 0;
+    for (size_t n = 0;; n++) {
+        if (!give_up && (n >= LOOP_ANSWERS_PER_TURN || deferred >= LOOP_DEFERRED_PER_TURN)) {
+            lock(l);
+            struct timer_node *top = timer_heap_peek(&l->timers);
+            *capped = top && top->due_us <= now;
+            unlock(l);
+            return n;
+        }
+        lock(l);
+        struct timer_node *node = timer_heap_pop_due(&l->timers, now);
+        if (node && l->be->prefetch)
+            prefetch(l, now);
+        unlock(l);
+        if (!node)
+            return n;
+        struct exchange *x = exchange_of_timer(node);
+        int gone = !give_up && l->be->peer_gone && l->be->peer_gone(l->ctx, x);
+        deferred += (unsigned)l->be->carry(l->ctx, x, exchange_on_timer(x, gone, give_up));
+    }
+}
+
+size_t loop_fire(struct core_loop *l, uint64_t now)
+{
+    int capped;
+    if (drain_given_up(&l->drain))
+        return fire_some(l, UINT64_MAX, 1, &capped);
+    lock(l);
+    struct timer_node *top = timer_heap_peek(&l->timers);
+    int due = top && top->due_us <= now && (l->more_due || now >= l->fired_us + LOOP_BATCH_US);
+    unlock(l);
+    if (!due)
+        return 0;
+    l->fired_us = now;
+    size_t n = fire_some(l, now, 0, &capped);
+    l->more_due = capped;
+    return n;
+}
+
+uint64_t loop_next_fire_us(struct core_loop *l, uint64_t now)
+{
+    if (l->more_due || drain_given_up(&l->drain))
+        return now;
+    lock(l);
+    struct timer_node *top = timer_heap_peek(&l->timers);
+    uint64_t due = top ? top->due_us : 0;
+    unlock(l);
+    if (due && due < l->fired_us + LOOP_BATCH_US)
+        due = l->fired_us + LOOP_BATCH_US;
+    return due;
+}
+
+uint64_t loop_wait_us(struct core_loop *l, uint64_t now, uint64_t idle_us)
+{
+    uint64_t at = loop_next_fire_us(l, now);
+    if (!at)
+        return idle_us;
+    return at <= now ? 0 : at - now < idle_us ? at - now : idle_us;
+}
+
+/* A timer was queued: if it is the earliest, a wait sized for a later one is shortened. */
+static void queued(struct core_loop *l, struct exchange *x, enum exchange_do d)
+{
+    if (d == EXCHANGE_DO_WAIT && l->be->earliest && timer_heap_peek(&l->timers) == &x->timer)
+        l->be->earliest(l->ctx);
+}
+
+enum exchange_do loop_hold(struct core_loop *l, struct exchange *x)
+{
+    lock(l);
+    enum exchange_do d = exchange_hold(x, &l->timers);
+    queued(l, x, d);
+    unlock(l);
+    return d;
+}
+
+enum exchange_do loop_pace(struct core_loop *l, struct exchange *x, uint64_t due_us)
+{
+    lock(l);
+    enum exchange_do d = exchange_pace(x, &l->timers, due_us);
+    queued(l, x, d);
+    unlock(l);
+    return d;
+}
+
+void loop_end(struct core_loop *l, struct exchange *x)
+{
+    lock(l);
+    exchange_end(x, &l->timers);
+    unlock(l);
+    /* Handed back by another thread but not yet taken: it must not be taken after this. Once
+     * exchange_end has returned, no thread can hand it back again. */
+    pthread_mutex_lock(&l->inbox_lock);
+    if (x->in_inbox) {
+        struct pool_entry **pp = &l->inbox;
+        while (*pp && *pp != &x->pe)
+            pp = &(*pp)->next;
+        if (*pp)
+            *pp = x->pe.next;
+        x->in_inbox = 0;
+    }
+    pthread_mutex_unlock(&l->inbox_lock);
+}
+
+void loop_inbox_put(struct core_loop *l, struct exchange *x)
+{
+    pthread_mutex_lock(&l->inbox_lock);
+    x->pe.next = l->inbox;
+    l->inbox = &x->pe;
+    x->in_inbox = 1;
+    pthread_mutex_unlock(&l->inbox_lock);
+    l->be->wake(l->ctx);
+}
+
+void loop_inbox_take(struct core_loop *l)
+{
+    pthread_mutex_lock(&l->inbox_lock);
+    struct pool_entry *e = l->inbox;
+    l->inbox = NULL;
+    for (struct pool_entry *i = e; i; i = i->next)
+        exchange_of_entry(i)->in_inbox = 0;
+    pthread_mutex_unlock(&l->inbox_lock);
+    while (e) {
+        struct pool_entry *next = e->next;
+        struct exchange *x = exchange_of_entry(e);
+        l->be->carry(l->ctx, x, exchange_next(x));
+        e = next;
+    }
+}
+
+int loop_stop_step(struct core_loop *l, int stopping, size_t active, uint64_t now,
+                   uint64_t *wait_us)
+{
+    switch (drain_step(&l->drain, stopping, active, now)) {
+    case DRAIN_SERVE:
+        return 0;
+    case DRAIN_QUIESCE:
+        l->be->quiesce(l->ctx);
+        break;
+    case DRAIN_GIVE_UP:
+        /* Parked requests of every loop are handed back; harmless if another loop did it. */
+        service_flush(l->svc);
+        if (l->be->give_up)
+            l->be->give_up(l->ctx);
+        loop_inbox_take(l);
+        loop_fire(l, now);
+        *wait_us = 0;
+        break;
+    case DRAIN_FINISH:
+        loop_fire(l, now); /* what came due since is answered "server stopping" too */
+        break;
+    case DRAIN_DONE:
+        return 1;
+    case DRAIN_RUN:
+        break;
+    }
+    if (*wait_us > LOOP_DRAIN_TICK_US)
+        *wait_us = LOOP_DRAIN_TICK_US;
+    *wait_us = drain_wait_us(&l->drain, timer_now_us(), *wait_us);
+    return 0;
+}

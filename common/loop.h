@@ -1,0 +1,125 @@
+/*
+ * loop: what every event loop of both engines does around the state machine (exchange.h),
+ * written once, in the manner of redis's ae.c: a loop owns its timer heap and answers what is
+ * due, batched and capped by one set of constants; it keeps the inbox through which other
+ * threads hand requests back; and it stops as drain.h says. The engine fills in a backend (struct
+ * loop_backend): how to carry out an action for a request, whether its client left, how to stop
+ * accepting, and how to wake. The engine's own loop (libmicrohttpd's sockets, libh2o's evloop)
+ * calls loop_fire when the loop may answer, loop_wait_us to size its wait, and loop_stop_step
+ * once a turn.
+ *
+ * One struct core_loop per loop thread. Its heap and fields are that thread's, except where a
+ * backend shares the heap with a library thread (slowsrv's poll model): then the backend's lock
+ * and unlock guard every use of the heap here. The inbox is safe from any thread.
+ */
+#ifndef SLOWSRV_LOOP_H
+#define SLOWSRV_LOOP_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "drain.h"
+#include "exchange.h"
+#include "timer.h"
+
+struct service;
+
+/* Due answers are batched: the loop answers what is due no more often than every
+ * LOOP_BATCH_US (after a turn that answered everything due), so that at 100 000 answers a second
+ * one wake-up answers several, at most this late. */
+#define LOOP_BATCH_US 250
+/* At most this many due requests are answered in one turn, so that the loop's reads and writes
+ * go on between the answers of a wave (libh2o frees each answer's memory only once it is
+ * written, after the turn: a wave of 50 000 answered in one turn held 200 MiB, and its first
+ * answer went out after its last was made). */
+#define LOOP_ANSWERS_PER_TURN 1024
+/* Of those, at most this many whose answer goes out only when the turn ends (loop_backend.carry
+ * returns 1: HTTP/2 on libh2o), so that a wave of them is written in slices. */
+#define LOOP_DEFERRED_PER_TURN 128
+/* Longest wait of a turn while serving: a stop is noticed within this. */
+#define LOOP_TICK_US (100 * 1000)
+/* Longest wait of a turn while stopping, so that the drain's steps are taken on time. */
+#define LOOP_DRAIN_TICK_US (10 * 1000)
+
+struct loop_backend {
+    /* Carries out action d of request x (from exchange_on_timer or exchange_next). Returns 1 if
+     * x's answer goes out only when the turn ends, else 0. */
+    int (*carry)(void *ctx, struct exchange *x, enum exchange_do d);
+    /* 1 if x's client is known to have left while it waited. NULL: never known. */
+    int (*peer_gone)(void *ctx, struct exchange *x);
+    /* Asks the CPU for what carrying out x will read, `ahead` (1 to 3) answers before it: a
+     * request that waited its delay is out of the cache. NULL: nothing to ask for. */
+    void (*prefetch)(void *ctx, struct exchange *x, unsigned ahead);
+    /* The stop began: stop accepting, and shut the connections that carry no request. */
+    void (*quiesce)(void *ctx);
+    /* --grace is over with requests left, after the pools were flushed (service_flush): what
+     * waits elsewhere than in the heap must now be answered "server stopping". NULL: nothing. */
+    void (*give_up)(void *ctx);
+    /* Wakes the loop's wait from another thread (a request was put in its inbox). */
+    void (*wake)(void *ctx);
+    /* A timer just queued is the heap's earliest (under lock, if any): a wait sized for a later
+     * one must be shortened. NULL: the loop sizes each wait afresh. */
+    void (*earliest)(void *ctx);
+    /* Guards the heap when a library thread shares it. NULL: the loop's thread alone uses it. */
+    void (*lock)(void *ctx);
+    void (*unlock)(void *ctx);
+};
+
+struct core_loop {
+    struct timer_heap timers; /* the requests that wait (delays and paced bodies) */
+    struct drain drain;       /* its stop */
+    struct service *svc;      /* whose pools are flushed on giving up */
+    const struct loop_backend *be;
+    void *ctx;         /* the engine's loop, passed to every backend call */
+    uint64_t fired_us; /* when due requests were last answered */
+    int more_due;      /* more were due than a turn answers: the next turn answers on */
+    /* Requests handed back by other threads (a worker of --workers was free), threaded through
+     * their pool entries' next (pool.h). */
+    pthread_mutex_t inbox_lock;
+    struct pool_entry *inbox;
+};
+
+/* Prepares l for a loop of up to max_waiting waiting requests, stopping within grace_us.
+ * Returns 0, or -ENOMEM. */
+int loop_init(struct core_loop *l, const struct loop_backend *be, void *ctx, struct service *svc,
+              size_t max_waiting, uint64_t grace_us);
+void loop_cleanup(struct core_loop *l);
+
+/* Answers what is due by now, if a batch is due (LOOP_BATCH_US): at most a turn's worth
+ * (LOOP_ANSWERS_PER_TURN), or everything due with give_up once the loop has given up draining.
+ * Returns how many were answered. */
+size_t loop_fire(struct core_loop *l, uint64_t now);
+
+/* When the loop should answer next: the earliest deadline, held back to a batch after the last
+ * answers; now when more are due than the last turn answered; 0 when nothing waits. */
+uint64_t loop_next_fire_us(struct core_loop *l, uint64_t now);
+
+/* The longest the loop may wait from now (at most idle_us) before it answers again. */
+uint64_t loop_wait_us(struct core_loop *l, uint64_t now, uint64_t idle_us);
+
+/* After exchange_next or exchange_on_body said HOLD, with the request suspended: queues its
+ * timer (exchange_hold). Returns what exchange_hold returns. */
+enum exchange_do loop_hold(struct core_loop *l, struct exchange *x);
+
+/* A paced body's next chunk is due at due_us: queues its timer (exchange_pace). */
+enum exchange_do loop_pace(struct core_loop *l, struct exchange *x, uint64_t due_us);
+
+/* The request is over: out of the heap, out of the inbox (exchange_end). */
+void loop_end(struct core_loop *l, struct exchange *x);
+
+/* Any thread: x was handed back (its pool entry's admit): it goes in the inbox, and the loop is
+ * woken. */
+void loop_inbox_put(struct core_loop *l, struct exchange *x);
+
+/* The loop's thread: carries out exchange_next for every request in the inbox. */
+void loop_inbox_take(struct core_loop *l);
+
+/* One turn's step of the stop (drain.h), with `stopping` once the server is asked to stop and
+ * `active` the loop's requests begun and not ended: quiesces the backend, gives up (flushes the
+ * pools, the backend's give_up, the inbox, and answers every timer "server stopping"), and caps
+ * *wait_us to the drain's tick. Returns 1 when the loop ends, else 0. */
+int loop_stop_step(struct core_loop *l, int stopping, size_t active, uint64_t now,
+                   uint64_t *wait_us);
+
+#endif
