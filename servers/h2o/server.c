@@ -19,7 +19,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "drain.h"
+#include "loop.h"
 #include "net.h"
 #include "pool_fit.h"
 #include "exchange.h"
@@ -33,9 +33,6 @@
 static void h2s_server_stop(struct app_server *srv);
 static void h2s_server_free(struct app_server *srv);
 
-/* Longest wait of a loop while draining, so the grace deadline is noticed. */
-#define DRAIN_TICK_MS 50
-
 struct h2s_loop;
 
 struct h2s_request {
@@ -47,8 +44,6 @@ struct h2s_request {
     struct h2s_conn *conn; /* while its whole answer is being sent (send_plan), else NULL */
     struct h2s_conn *on;   /* the connection it came on, or NULL */
     /* Flags, a byte each: every waiting request carries this record. */
-    unsigned char in_inbox;  /* admitted by another thread, not yet taken by the loop; under
-                                inbox_lock */
     unsigned char sending;   /* bytes handed to libh2o and not yet sent (proceed is due) */
     unsigned char head_sent; /* the head went out ahead of the first chunk */
 };
@@ -88,13 +83,11 @@ struct h2s_loop {
     int timer_fd;
     h2o_socket_t *timer_sock;
     uint64_t armed_us; /* deadline the timerfd is armed for, 0 if disarmed */
-    uint64_t fired_us; /* when due requests were last answered (on_fire) */
     /* Due requests are answered in the timeout phase of a turn, after its reads and before
      * libh2o writes the turn's HTTP/2 frames: a 0 ms list made before the contexts' own, so that
      * libh2o runs it first. The timerfd only wakes a loop that waits. */
     h2o_timeout_t fire_phase;
     h2o_timeout_entry_t fire_entry;
-    int more_due; /* more were due than a turn answers: the next turn answers on */
     /* Written by other threads (the stop, on_admit) until every loop has been joined, so it is
      * closed only then (h2s_server_free). libh2o watches a duplicate, wake_poll_fd, and closes
      * it with the loop: closing the one others write to raced a stop, which then wrote to a
@@ -102,13 +95,9 @@ struct h2s_loop {
     int wake_fd;
     int wake_poll_fd; /* until the loop's libh2o socket owns it */
     h2o_socket_t *wake_sock;
-    /* Requests admitted to a worker of --workers by other threads, for this loop to carry on. */
-    pthread_mutex_t inbox_lock;
-    struct pool_entry *inbox;
-    struct timer_heap timers;
+    struct core_loop core; /* timers, inbox and stop (loop.h) */
     struct stats_shard *shard;
     size_t active;          /* requests begun and not disposed; loop thread only */
-    struct drain drain;     /* its stop (drain.h) */
     struct h2s_conn *conns; /* its open connections (on_accept, on_conn_close) */
     uint64_t next_sweep;    /* when sweep_stalled runs next */
     /* Loop 0 also serves the control API (--control) on a context of its own. */
@@ -133,17 +122,11 @@ struct app_server {
     atomic_size_t ready; /* loops whose context and sockets are set up */
 };
 
-/* The timerfd expires at most every TIMER_BATCH_US: with deadlines microseconds apart (100 000
- * requests a second), one expiry and one timerfd_settime per request cost 10 % of the loop at a
- * million waiting requests; a batch answers them up to this much late. */
-#define TIMER_BATCH_US 250
-
+/* Arms the timerfd for when the core loop answers next (loop_next_fire_us: at most once a
+ * LOOP_BATCH_US, so that with deadlines microseconds apart one expiry answers several). */
 static void arm_timer(struct h2s_loop *loop)
 {
-    struct timer_node *top = timer_heap_peek(&loop->timers);
-    uint64_t due = top ? top->due_us : 0;
-    if (due && due < loop->fired_us + TIMER_BATCH_US)
-        due = loop->fired_us + TIMER_BATCH_US;
+    uint64_t due = loop_next_fire_us(&loop->core, timer_now_us());
     if (due == loop->armed_us)
         return;
     /* An earlier deadline than the armed one must re-arm; a later one can wait for the next
@@ -231,11 +214,10 @@ static void send_paced(struct h2s_request *r)
     case EXCHANGE_BODY_WAIT:
         break;
     }
-    if (exchange_pace(&r->x, &r->loop->timers, due) != EXCHANGE_DO_WAIT) {
+    if (loop_pace(&r->loop->core, &r->x, due) != EXCHANGE_DO_WAIT) {
         h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
         return;
     }
-    arm_timer(r->loop);
     /* The head goes out when the delay ends, as slowsrv's does, not with the first chunk:
      * libh2o writes it on the first send, so send nothing yet. */
     if (!r->head_sent && !r->sending) {
@@ -342,25 +324,15 @@ static void on_dispose(void *p)
 {
     struct h2s_request *r = *(struct h2s_request **)p;
     struct h2s_loop *loop = r->loop;
-    /* Out of the pool first: once pool_leave has returned, no thread can hand r back. */
-    exchange_end(&r->x, &loop->timers);
+    /* Out of the pool, the heap and the inbox: once this has returned, no thread can hand r
+     * back. */
+    loop_end(&loop->core, &r->x);
     loop->active--;
     /* Before its connection's on_conn_close: libh2o disposes a connection's requests first. */
     if (r->conn)
         r->conn->answering--;
     if (r->on)
         r->on->active--;
-    /* Handed back by another thread but not yet taken: it must not be taken after this. */
-    pthread_mutex_lock(&loop->inbox_lock);
-    if (r->in_inbox) {
-        struct pool_entry **pp = &loop->inbox;
-        while (*pp && *pp != &r->x.pe)
-            pp = &(*pp)->next;
-        if (*pp)
-            *pp = r->x.pe.next;
-        r->in_inbox = 0;
-    }
-    pthread_mutex_unlock(&loop->inbox_lock);
 }
 
 static int client_gone(h2o_req_t *req)
@@ -373,63 +345,6 @@ static int client_gone(h2o_req_t *req)
 }
 
 static void act(struct h2s_request *r, enum exchange_do d);
-
-/* At most this many due requests are answered in one turn of the loop. libh2o writes a turn's
- * answers when the turn ends and frees each one's pool (a 4 KiB chunk, taken as it answers) once
- * written: a wave of 50 000 due at once answered in one turn held 200 MiB until the turn ended,
- * and sent its first answer only after the last was made. */
-#define ANSWERS_PER_TURN 1024
-/* Of those, at most this many over HTTP/2: libh2o sends an h2 answer when the turn ends, an
- * HTTP/1 answer as it is made. A cap of 128 on all answers brought a million waiting h2c streams
- * out earlier in six pairs of seven, but the /test p99 at 10 000 HTTP/1.1 connections later in
- * four of five, whose answers gain nothing from a shorter turn and wait a turn longer
- * (doc/benchmarks.md). */
-#define H2_ANSWERS_PER_TURN 128
-
-/* Asks the CPU for what the next due requests' answers read, while this one is answered: a
- * request has waited its delay, so its record and libh2o's request are out of the cache. Each
- * step reads only what the step before asked for an answer earlier: the third request's record,
- * the second's libh2o request, the next one's pool. */
-static void prefetch_next(struct h2s_loop *loop, uint64_t now)
-{
-    struct timer_node *n1 = timer_heap_peek(&loop->timers);
-    if (!n1 || n1->due_us > now)
-        return;
-    struct h2s_request *r1 = (struct h2s_request *)(void *)exchange_of_timer(n1);
-    if (r1->req)
-        __builtin_prefetch(r1->req->pool.chunks);
-    struct timer_node *n2 = timer_heap_next_listed(n1);
-    if (!n2)
-        return;
-    struct h2s_request *r2 = (struct h2s_request *)(void *)exchange_of_timer(n2);
-    const char *req = (const char *)r2->req;
-    for (size_t off = 0; req && off < sizeof *r2->req; off += 64)
-        __builtin_prefetch(req + off);
-    struct timer_node *n3 = timer_heap_next_listed(n2);
-    if (!n3)
-        return;
-    struct h2s_request *r3 = (struct h2s_request *)(void *)exchange_of_timer(n3);
-    __builtin_prefetch(n3);
-    __builtin_prefetch(&r3->req);
-    __builtin_prefetch(&r3->x.plan);
-}
-
-/* Carries out what the core decided for the requests due by `now` (all of them, given up, with
- * give_up). Returns 1 if more are due than a turn answers. */
-static int fire_due(struct h2s_loop *loop, uint64_t now, int give_up)
-{
-    struct timer_node *node;
-    unsigned h2 = 0;
-    for (unsigned n = 0; give_up || (n < ANSWERS_PER_TURN && h2 < H2_ANSWERS_PER_TURN); n++) {
-        if ((node = timer_heap_pop_due(&loop->timers, now)) == NULL)
-            return 0;
-        prefetch_next(loop, now);
-        struct h2s_request *r = (struct h2s_request *)(void *)exchange_of_timer(node);
-        h2 += r->req->version >= 0x200;
-        act(r, exchange_on_timer(&r->x, !give_up && client_gone(r->req), give_up));
-    }
-    return 1;
-}
 
 /* Asks this turn's timeout phase to answer what is due by then (on_fire). Called by the
  * timerfd, by every request read (on_req) and between turns while more are due (serve). The
@@ -444,25 +359,13 @@ static void want_fire(struct h2s_loop *loop)
         h2o_timeout_link(loop->evloop, &loop->fire_phase, &loop->fire_entry);
 }
 
+/* The core loop answers what is due, if a batch is (loop_fire); the timerfd is armed for the
+ * next (anew if it expired for a request gone since). */
 static void on_fire(h2o_timeout_entry_t *entry)
 {
     struct h2s_loop *loop = H2O_STRUCT_FROM_MEMBER(struct h2s_loop, fire_entry, entry);
-    uint64_t now = timer_now_us();
-    struct timer_node *top = timer_heap_peek(&loop->timers);
-    /* Nothing due yet, or answered less than a batch ago with the timerfd armed for the rest:
-     * the timerfd comes back (armed anew here if it expired for a request gone since). */
-    if (!top || top->due_us > now ||
-        (!loop->more_due && loop->armed_us && now < loop->fired_us + TIMER_BATCH_US)) {
-        arm_timer(loop);
-        return;
-    }
-    loop->more_due = 0;
-    loop->fired_us = now;
-    loop->armed_us = 0;
-    if (fire_due(loop, now, 0)) {
-        loop->more_due = 1;
-        loop->fired_us = 0;
-    }
+    if (loop_fire(&loop->core, timer_now_us()))
+        loop->armed_us = 0; /* re-armed from the heap */
     arm_timer(loop);
 }
 
@@ -502,10 +405,7 @@ static void act(struct h2s_request *r, enum exchange_do d)
 {
     switch (d) {
     case EXCHANGE_DO_HOLD: /* nothing to suspend: a handler that returned is left waiting */
-        act(r, exchange_hold(&r->x, &r->loop->timers));
-        return;
-    case EXCHANGE_DO_WAIT:
-        arm_timer(r->loop);
+        act(r, loop_hold(&r->loop->core, &r->x));
         return;
     case EXCHANGE_DO_ANSWER:
         respond(r);
@@ -525,6 +425,7 @@ static void act(struct h2s_request *r, enum exchange_do d)
         /* The HTTP/1 client is gone: libh2o ends the request when this fails to write. */
         h2o_send_error_503(r->req, "Service Unavailable", "client gone", 0);
         return;
+    case EXCHANGE_DO_WAIT: /* its timer is queued (loop.c called earliest if it is first) */
     case EXCHANGE_DO_READ:
     case EXCHANGE_DO_PARK:
     case EXCHANGE_DO_DONE:
@@ -537,33 +438,75 @@ static void act(struct h2s_request *r, enum exchange_do d)
 static void on_admit(struct pool_entry *e)
 {
     struct h2s_request *r = (struct h2s_request *)(void *)exchange_of_entry(e);
-    struct h2s_loop *loop = r->loop;
+    loop_inbox_put(&r->loop->core, &r->x);
+}
+
+/* The core loop's backend (loop.h). */
+static int carry(void *ctx, struct exchange *x, enum exchange_do d)
+{
+    struct h2s_request *r = (struct h2s_request *)(void *)x;
+    (void)ctx;
+    /* libh2o sends an HTTP/2 answer when the turn ends, an HTTP/1 answer as it is made. */
+    int deferred = r->req->version >= 0x200;
+    act(r, d);
+    return deferred;
+}
+
+static int peer_gone(void *ctx, struct exchange *x)
+{
+    (void)ctx;
+    return client_gone(((struct h2s_request *)(void *)x)->req);
+}
+
+/* A request has waited its delay, so its record and libh2o's request are out of the cache: the
+ * next answer's pool, the one after's libh2o request, the third's record. */
+static void prefetch(void *ctx, struct exchange *x, unsigned ahead)
+{
+    struct h2s_request *r = (struct h2s_request *)(void *)x;
+    (void)ctx;
+    if (ahead == 1) {
+        if (r->req)
+            __builtin_prefetch(r->req->pool.chunks);
+    } else if (ahead == 2) {
+        const char *req = (const char *)r->req;
+        for (size_t off = 0; req && off < sizeof *r->req; off += 64)
+            __builtin_prefetch(req + off);
+    } else {
+        __builtin_prefetch(&r->req);
+        __builtin_prefetch(&r->x.plan);
+    }
+}
+
+static void quiesce(struct h2s_loop *loop);
+
+static void be_quiesce(void *ctx)
+{
+    quiesce(ctx);
+}
+
+static void wake(void *ctx)
+{
+    struct h2s_loop *loop = ctx;
     uint64_t one = 1;
-    pthread_mutex_lock(&loop->inbox_lock);
-    e->next = loop->inbox;
-    loop->inbox = e;
-    r->in_inbox = 1;
-    pthread_mutex_unlock(&loop->inbox_lock);
     if (write(loop->wake_fd, &one, sizeof one) < 0)
         LOG(loop->srv->log, LOG_LEVEL_WARN, "cannot wake loop %zu: %s", loop->index,
             strerror(errno));
 }
 
-static void take_inbox(struct h2s_loop *loop)
+/* A timer just queued is the earliest: the timerfd is armed for it. */
+static void earliest(void *ctx)
 {
-    pthread_mutex_lock(&loop->inbox_lock);
-    struct pool_entry *e = loop->inbox;
-    loop->inbox = NULL;
-    for (struct pool_entry *i = e; i; i = i->next)
-        ((struct h2s_request *)(void *)exchange_of_entry(i))->in_inbox = 0;
-    pthread_mutex_unlock(&loop->inbox_lock);
-    while (e) {
-        struct pool_entry *next = e->next;
-        struct h2s_request *r = (struct h2s_request *)(void *)exchange_of_entry(e);
-        act(r, exchange_next(&r->x));
-        e = next;
-    }
+    arm_timer(ctx);
 }
+
+static const struct loop_backend core_backend = {
+    .carry = carry,
+    .peer_gone = peer_gone,
+    .prefetch = prefetch,
+    .quiesce = be_quiesce,
+    .wake = wake,
+    .earliest = earliest,
+};
 
 /* What slowsrv keeps of a connection: the socket's on_close data. */
 
@@ -829,7 +772,7 @@ static void on_wake(h2o_socket_t *sock, const char *err)
     if (read(loop->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
         return;
     /* Handed back by the pool; a stop is seen by the loop after this turn. */
-    take_inbox(loop);
+    loop_inbox_take(&loop->core);
 }
 
 static int conns_open(h2o_context_t *ctx)
@@ -848,38 +791,19 @@ static int turn(struct h2s_loop *loop, uint64_t wait_ms)
     return 0;
 }
 
-/* Serves until the stop is over (drain.h). On giving up, parked requests of every loop are
- * handed back (harmless if another loop did it) and what waits is answered "server stopping",
- * then and on every turn after. */
 /* How often a loop looks for stalled readers: --idle-timeout is kept to within this. */
 #define STALL_EVERY_US (250 * 1000)
 
+/* Serves until the stop is over (loop_stop_step). */
 static void serve(struct h2s_loop *loop)
 {
     struct app_server *srv = loop->srv;
-    drain_init(&loop->drain, srv->cfg->grace_us);
     for (;;) {
         uint64_t now = timer_now_us();
-        int stopping = atomic_load(&srv->stopping);
-        switch (drain_step(&loop->drain, stopping, loop->active, now)) {
-        case DRAIN_SERVE:
-            break;
-        case DRAIN_QUIESCE:
-            quiesce(loop);
-            break;
-        case DRAIN_GIVE_UP:
-            service_flush(srv->svc);
-            take_inbox(loop);
-            /* fall through */
-        case DRAIN_FINISH:
-            fire_due(loop, UINT64_MAX, 1);
-            break;
-        case DRAIN_RUN:
-            break;
-        case DRAIN_DONE:
+        /* Timers are the timerfd's: the wait is for the stop's steps and the sweep. */
+        uint64_t wait_us = UINT64_MAX;
+        if (loop_stop_step(&loop->core, atomic_load(&srv->stopping), loop->active, now, &wait_us))
             return;
-        }
-        uint64_t wait_us = stopping ? DRAIN_TICK_MS * 1000 : UINT64_MAX;
         if (srv->cfg->idle_timeout_us) {
             if (now >= loop->next_sweep) {
                 sweep_stalled(loop, now);
@@ -887,9 +811,9 @@ static void serve(struct h2s_loop *loop)
             }
             wait_us = wait_us < STALL_EVERY_US ? wait_us : STALL_EVERY_US;
         }
-        if (loop->more_due)
+        if (loop->core.more_due)
             want_fire(loop); /* and libh2o's next turn does not wait */
-        if (turn(loop, drain_wait_us(&loop->drain, timer_now_us(), wait_us) / 1000) != 0)
+        if (turn(loop, wait_us / 1000) != 0)
             return;
     }
 }
@@ -1012,7 +936,8 @@ static void control_end(struct h2s_loop *loop)
     }
     /* Each answer closes its connection: at most one still in its answer is waited for. */
     uint64_t until = timer_now_us() + CLOSE_WAIT_US;
-    while (conns_open(&loop->ctl_ctx) && timer_now_us() < until && turn(loop, DRAIN_TICK_MS) == 0)
+    while (conns_open(&loop->ctl_ctx) && timer_now_us() < until &&
+           turn(loop, LOOP_DRAIN_TICK_US / 1000) == 0)
         ;
     if (!conns_open(&loop->ctl_ctx))
         h2o_context_dispose(&loop->ctl_ctx);
@@ -1063,7 +988,8 @@ static void *loop_main(void *arg)
      * second. */
     h2o_context_request_shutdown(&loop->ctx);
     uint64_t until = timer_now_us() + CLOSE_WAIT_US;
-    while (conns_open(&loop->ctx) && timer_now_us() < until && turn(loop, DRAIN_TICK_MS) == 0)
+    while (conns_open(&loop->ctx) && timer_now_us() < until &&
+           turn(loop, LOOP_DRAIN_TICK_US / 1000) == 0)
         ;
     /* libh2o 2.2.5 leaves an idle HTTP/1 keep-alive connection open on a shutdown request: what
      * is still open is shut down under it, and libh2o closes it (and frees it) on the end of
@@ -1071,7 +997,8 @@ static void *loop_main(void *arg)
     for (struct h2s_conn *c = loop->conns; c; c = c->next)
         shutdown(h2o_socket_get_fd(c->sock), SHUT_RDWR);
     until = timer_now_us() + CLOSE_WAIT_US;
-    while (conns_open(&loop->ctx) && timer_now_us() < until && turn(loop, DRAIN_TICK_MS) == 0)
+    while (conns_open(&loop->ctx) && timer_now_us() < until &&
+           turn(loop, LOOP_DRAIN_TICK_US / 1000) == 0)
         ;
     teardown(loop);
     return NULL;
@@ -1187,7 +1114,6 @@ static int h2s_server_start(struct app_server *srv, struct app_base *base, char 
         srv->loops[i].listen_fd = base->listen_fds[i];
         base->listen_fds[i] = -1;
         srv->loops[i].timer_fd = srv->loops[i].wake_fd = srv->loops[i].wake_poll_fd = -1;
-        pthread_mutex_init(&srv->loops[i].inbox_lock, NULL);
     }
     /* Any one loop may hold every connection the limit allows. */
     size_t per_loop = cfg->max_connections;
@@ -1201,7 +1127,8 @@ static int h2s_server_start(struct app_server *srv, struct app_base *base, char 
         loop->wake_poll_fd = loop->wake_fd < 0 ? -1 : fcntl(loop->wake_fd, F_DUPFD_CLOEXEC, 0);
         /* HTTP/2 multiplexes: a loop may hold up to 100 waiting streams per connection. */
         if (loop->timer_fd < 0 || loop->wake_fd < 0 || loop->wake_poll_fd < 0 ||
-            timer_heap_init(&loop->timers, per_loop * 100) != 0) {
+            loop_init(&loop->core, &core_backend, loop, srv->svc, per_loop * 100, cfg->grace_us) !=
+                0) {
             snprintf(err, errlen, "loop set-up: %s", strerror(errno));
             rc = -ENOMEM;
             break;
@@ -1255,8 +1182,8 @@ static void h2s_server_free(struct app_server *srv)
         net_close(&loop->timer_fd);
         net_close(&loop->wake_fd);
         net_close(&loop->wake_poll_fd);
-        timer_heap_cleanup(&loop->timers);
-        pthread_mutex_destroy(&loop->inbox_lock);
+        if (loop->srv)
+            loop_cleanup(&loop->core);
     }
     free(srv->loops);
     net_close(&srv->control_fd);
