@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "scenario.h"
+#include "control/scenario.h"
 
 extern char **environ;
 

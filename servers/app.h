@@ -7,12 +7,12 @@
 #ifndef SLOWSRV_APP_H
 #define SLOWSRV_APP_H
 
-#include "accesslog.h"
-#include "config.h"
-#include "control.h"
-#include "log.h"
-#include "net.h"
-#include "service.h"
+#include "base/accesslog.h"
+#include "plan/config.h"
+#include "control/control.h"
+#include "base/log.h"
+#include "base/net.h"
+#include "run/service.h"
 
 /* The engine's server: each binary links one engine, which defines it; opaque to the app. */
 struct app_server;

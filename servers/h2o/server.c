@@ -19,15 +19,15 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "loop.h"
-#include "net.h"
+#include "run/loop.h"
+#include "base/net.h"
 #include "pool_fit.h"
-#include "exchange.h"
-#include "service.h"
-#include "route.h"
-#include "stats.h"
-#include "timer.h"
-#include "upload.h"
+#include "run/exchange.h"
+#include "run/service.h"
+#include "plan/route.h"
+#include "base/stats.h"
+#include "base/timer.h"
+#include "http/upload.h"
 
 /* Defined at the end, with the engine table; the error paths of the start call them. */
 static void h2s_server_stop(struct app_server *srv);

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "mhd.h"
-#include "net.h"
+#include "base/net.h"
 
 /* epoll model: adds fd to the loop's wait, reported as key k. */
 static int loop_watch(struct mhd_loop *loop, int fd, uint64_t k)

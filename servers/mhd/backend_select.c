@@ -7,7 +7,7 @@
 #include <sys/select.h>
 
 #include "mhd.h"
-#include "net.h"
+#include "base/net.h"
 
 static void quiesce_select(struct mhd_loop *loop)
 {

@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "mhd.h"
-#include "net.h"
+#include "base/net.h"
 
 void mhd_watch_arm(struct mhd_loop *loop, struct conn_watch *w)
 {

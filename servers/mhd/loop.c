@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "mhd.h"
-#include "net.h"
+#include "base/net.h"
 
 /* Every resume goes through here, so that the loop knows which daemon to run. Any thread; once
  * resumed, the request may be answered and freed by the thread running MHD (poll model, or a

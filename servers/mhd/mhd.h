@@ -22,11 +22,11 @@
 #include <stdint.h>
 
 #include "../app.h"
-#include "drain.h"
-#include "exchange.h"
-#include "loop.h"
-#include "service.h"
-#include "timer.h"
+#include "run/drain.h"
+#include "run/exchange.h"
+#include "run/loop.h"
+#include "run/service.h"
+#include "base/timer.h"
 
 /* libmicrohttpd 0.9.75 walks every suspended connection of a daemon each time it resumes one
  * (resume_suspended_connections): at 10 000 waiting connections that walk was over a third of

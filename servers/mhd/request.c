@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "mhd.h"
-#include "net.h"
+#include "base/net.h"
 
 static void add_plan_headers(struct MHD_Response *resp, const struct plan *p)
 {

@@ -16,7 +16,7 @@
  *   gcc -std=c11 -D_GNU_SOURCE -O2 -Icommon tests/bench/bench_multipart.c common/multipart.c \
  *       -o /tmp/bench_multipart && /tmp/bench_multipart [BOUNDARY]
  */
-#include "multipart.h"
+#include "http/multipart.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -31,9 +31,9 @@
  * Build: see CMakeLists.txt (needs config.c, delay.c, log.c, route.c and what route.c uses,
  * libcjson, -lm -lpthread).
  */
-#include "config.h"
-#include "route.h"
-#include "service.h"
+#include "plan/config.h"
+#include "plan/route.h"
+#include "run/service.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -26,7 +26,7 @@
  * Build: clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Icommon \
  *            tests/fuzz/fuzz_delay.c common/delay.c -lm -o fuzz_delay
  */
-#include "delay.h"
+#include "plan/delay.h"
 
 #include <errno.h>
 #include <stdint.h>

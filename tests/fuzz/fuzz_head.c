@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "head.h"
+#include "http/head.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -18,7 +18,7 @@
  * Build: clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Icommon \
  *            tests/fuzz/fuzz_multipart.c common/multipart.c -o fuzz_multipart
  */
-#include "multipart.h"
+#include "http/multipart.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -34,7 +34,7 @@
  *
  * Build: see CMakeLists.txt (route.c and what it uses, libcjson, -lm -lpthread).
  */
-#include "route.h"
+#include "plan/route.h"
 
 #include <cjson/cJSON.h>
 #include <stdint.h>

@@ -26,7 +26,7 @@ for n, size in enumerate((64, 300, 1000, 3000, 6000)):
     rng = random.Random(1000 + n)
     seed("random_%d" % size, bytes(rng.randrange(256) for _ in range(size)))
 # Inputs that end a chunk one byte before a delimiter's end after a dense run of CRs: each fails
-# when find_delimiter()'s tail window in common/multipart.c is made one byte short.
+# when find_delimiter()'s tail window in common/http/multipart.c is made one byte short.
 for k in (2017, 2084, 2284):
     rng = random.Random(k)
     seed("cut_delimiter_tail_%d" % k, bytes(rng.randrange(256) for _ in range(3000)))

@@ -16,7 +16,7 @@
 #ifndef SLOWSRV_MPFORM_H
 #define SLOWSRV_MPFORM_H
 
-#include "multipart.h"
+#include "http/multipart.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -6,7 +6,7 @@
 #ifndef SLOWSRV_TEST_ENGINES_H
 #define SLOWSRV_TEST_ENGINES_H
 
-#include "../../common/config.h"
+#include "plan/config.h"
 
 static const struct config_engine all_models = {
     "slowsrv", "libmicrohttpd engine",

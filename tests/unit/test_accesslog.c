@@ -1,7 +1,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../../common/accesslog.h"
+#include "base/accesslog.h"
 #include "check.h"
 
 static void accesslog_format_writes_one_escaped_json_line(void)

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../../common/config.h"
+#include "plan/config.h"
 #include "check.h"
 #include "engines.h"
 

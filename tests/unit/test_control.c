@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../common/control.h"
-#include "../../common/exchange.h"
-#include "../../common/service.h"
+#include "control/control.h"
+#include "run/exchange.h"
+#include "run/service.h"
 #include "check.h"
 
 struct fixture {

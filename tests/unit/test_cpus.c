@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../common/cpus.h"
+#include "base/cpus.h"
 #include "check.h"
 
 /* A fake cgroup v2 mount under a temp dir: /proc/self/cgroup says "0::/<rel>", and cpu.max files

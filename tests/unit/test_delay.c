@@ -2,7 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../../common/delay.h"
+#include "plan/delay.h"
 #include "check.h"
 
 static void delay_duration_parse_accepts_units_and_bare_ms(void)

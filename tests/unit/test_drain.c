@@ -1,4 +1,4 @@
-#include "../../common/drain.h"
+#include "run/drain.h"
 #include "check.h"
 
 /* Serving until asked to stop; then quiesce once, run while requests are active within the

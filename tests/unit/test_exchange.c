@@ -3,7 +3,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../../common/exchange.h"
+#include "run/exchange.h"
 #include "check.h"
 
 struct fixture {

@@ -1,7 +1,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../common/head.h"
+#include "http/head.h"
 #include "check.h"
 
 /* Splits a raw head ("GET / HTTP/1.1\r\nName: value\r\n...", len bytes, NULs allowed) the way

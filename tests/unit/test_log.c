@@ -1,7 +1,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "../../common/log.h"
+#include "base/log.h"
 #include "check.h"
 
 static int evaluated;

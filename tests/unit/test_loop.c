@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../common/loop.h"
-#include "../../common/service.h"
+#include "run/loop.h"
+#include "run/service.h"
 #include "check.h"
 
 /* A fake backend: it records what the core loop asks of it, and carries nothing out but

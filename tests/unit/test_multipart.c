@@ -8,7 +8,7 @@
  *
  * Usage: test_multipart FIXTURE_DIR
  */
-#include "multipart.h"
+#include "http/multipart.h"
 #include "mpform.h"
 
 #include <dirent.h>

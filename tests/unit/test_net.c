@@ -4,7 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../../common/net.h"
+#include "base/net.h"
 #include "check.h"
 
 static int connect_to(unsigned port)

@@ -1,7 +1,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "../../common/pool.h"
+#include "base/pool.h"
 #include "check.h"
 
 static struct pool_entry *admitted[16];

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
-#include "../../common/route.h"
+#include "plan/route.h"
 #include "check.h"
 #include "engines.h"
 

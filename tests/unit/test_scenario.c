@@ -4,10 +4,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../common/control.h"
-#include "../../common/scenario.h"
-#include "../../common/service.h"
-#include "../../common/timer.h"
+#include "control/control.h"
+#include "control/scenario.h"
+#include "run/service.h"
+#include "base/timer.h"
 #include "check.h"
 
 static int check_text(const char *json, char *err, size_t len)

@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../common/exchange.h"
-#include "../../common/service.h"
+#include "run/exchange.h"
+#include "run/service.h"
 #include "check.h"
 
 static void service_reports_what_its_exchanges_did(void)

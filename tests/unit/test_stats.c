@@ -2,7 +2,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "../../common/stats.h"
+#include "base/stats.h"
 #include "check.h"
 
 static void stats_totals_follow_a_known_sequence(void)

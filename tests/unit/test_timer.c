@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "../../common/timer.h"
+#include "base/timer.h"
 #include "check.h"
 
 static void timer_pops_in_deadline_order(void)

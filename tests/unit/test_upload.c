@@ -2,7 +2,7 @@
  * Unit tests for common/upload: the exact status, content type and body of every POST /write
  * answer, with bodies fed whole and split at every byte.
  */
-#include "upload.h"
+#include "http/upload.h"
 
 #include <stdbool.h>
 #include <stdint.h>

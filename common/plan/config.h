@@ -14,9 +14,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "core.h"
-#include "delay.h"
-#include "log.h"
+#include "base/core.h"
+#include "plan/delay.h"
+#include "base/log.h"
 
 #define CONFIG_HOST_LEN 256
 #define CONFIG_PATH_LEN 4096

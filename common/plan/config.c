@@ -1,6 +1,6 @@
-#include "config.h"
-#include "cpus.h"
-#include "route.h"
+#include "plan/config.h"
+#include "base/cpus.h"
+#include "plan/route.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>

@@ -38,11 +38,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "route.h"
-#include "service.h"
-#include "stats.h"
-#include "timer.h"
-#include "upload.h"
+#include "plan/route.h"
+#include "run/service.h"
+#include "base/stats.h"
+#include "base/timer.h"
+#include "http/upload.h"
 
 /* What the engine does next. */
 enum exchange_do {

@@ -1,4 +1,4 @@
-#include "cpus.h"
+#include "base/cpus.h"
 
 #include <sched.h>
 #include <stdio.h>

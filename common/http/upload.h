@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "multipart.h"
+#include "http/multipart.h"
 
 /* Room for the longest answer body; every message fits, so none is ever cut. */
 #define UPLOAD_BODY_MAX 256

@@ -1,4 +1,4 @@
-#include "head.h"
+#include "http/head.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -13,11 +13,11 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "accesslog.h"
-#include "config.h"
-#include "pool.h"
-#include "route.h"
-#include "stats.h"
+#include "base/accesslog.h"
+#include "plan/config.h"
+#include "base/pool.h"
+#include "plan/route.h"
+#include "base/stats.h"
 
 /* Stats ids (slots) a service keeps: a route keeps its slot by path while any table uses it, so
  * room for the routes of the live table and of the retired ones still answering. */

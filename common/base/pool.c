@@ -1,4 +1,4 @@
-#include "pool.h"
+#include "base/pool.h"
 
 #include <errno.h>
 #include <stddef.h>

@@ -1,9 +1,9 @@
-#include "loop.h"
+#include "run/loop.h"
 
 #include <errno.h>
 
-#include "pool.h"
-#include "service.h"
+#include "base/pool.h"
+#include "run/service.h"
 
 static void lock(struct core_loop *l)
 {

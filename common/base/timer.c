@@ -1,4 +1,4 @@
-#include "timer.h"
+#include "base/timer.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "control.h"
+#include "control/control.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -7,8 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "scenario.h"
-#include "timer.h"
+#include "control/scenario.h"
+#include "base/timer.h"
 
 void control_list_free(struct control_list *l)
 {

@@ -1,4 +1,4 @@
-#include "stats.h"
+#include "base/stats.h"
 
 #include <cjson/cJSON.h>
 #include <pthread.h>

@@ -1,4 +1,4 @@
-#include "scenario.h"
+#include "control/scenario.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -9,11 +9,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "control.h"
-#include "delay.h"
-#include "route.h"
-#include "service.h"
-#include "timer.h"
+#include "control/control.h"
+#include "plan/delay.h"
+#include "plan/route.h"
+#include "run/service.h"
+#include "base/timer.h"
 
 #define SCENARIO_PHASES_MAX 256
 #define RAMPS_MAX 16

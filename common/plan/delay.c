@@ -1,4 +1,4 @@
-#include "delay.h"
+#include "plan/delay.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -12,7 +12,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memmem, memrchr */
 #endif
-#include "multipart.h"
+#include "http/multipart.h"
 
 #include <limits.h>
 #include <stddef.h>

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pool.h"
+#include "base/pool.h"
 
 /* Statuses counted per route: 100..599. Status 0 means "no answer" (the client went away). */
 #define STATS_STATUS_MIN 100

@@ -4,7 +4,7 @@
  * The answer body is written once, when the status is decided, into u->body; both engines send
  * those bytes as they are, so their answers cannot drift apart.
  */
-#include "upload.h"
+#include "http/upload.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-#include "route.h"
+#include "plan/route.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -8,8 +8,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "timer.h"
-#include "ui.h"
+#include "base/timer.h"
+#include "ui/ui.h"
 
 static const char ct_text[] = "text/plain";
 static const char ct_json[] = "application/json";

@@ -1,4 +1,4 @@
-#include "net.h"
+#include "base/net.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -34,10 +34,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "log.h"
-#include "route.h"
-#include "service.h"
+#include "plan/config.h"
+#include "base/log.h"
+#include "plan/route.h"
+#include "run/service.h"
 
 /* Largest request body the control API reads; control_handle answers 413 beyond it. */
 #define CONTROL_BODY_MAX (1024 * 1024)

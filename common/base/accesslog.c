@@ -1,4 +1,4 @@
-#include "accesslog.h"
+#include "base/accesslog.h"
 
 #include <errno.h>
 #include <stdarg.h>

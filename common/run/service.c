@@ -1,4 +1,4 @@
-#include "service.h"
+#include "run/service.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -7,9 +7,9 @@
 #include <cjson/cJSON.h>
 #include <stdint.h>
 
-#include "control.h"
-#include "scenario.h"
-#include "timer.h"
+#include "control/control.h"
+#include "control/scenario.h"
+#include "base/timer.h"
 
 static struct pool *new_pool(unsigned workers, unsigned queue, int *rc)
 {

@@ -19,9 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "drain.h"
-#include "exchange.h"
-#include "timer.h"
+#include "run/drain.h"
+#include "run/exchange.h"
+#include "base/timer.h"
 
 struct service;
 

@@ -1,4 +1,4 @@
-#include "exchange.h"
+#include "run/exchange.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "net.h"
+#include "base/net.h"
 
 /* Sets what comes next and returns it. */
 static enum exchange_do decide(struct exchange *x, enum exchange_do next)

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "core.h"
+#include "base/core.h"
 
 /* Opens `n` (>= 1) non-blocking TCP listening sockets on host:port with SO_REUSEADDR and, when
  * n > 1, SO_REUSEPORT, each with its own listen `backlog` (which the kernel caps at

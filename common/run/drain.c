@@ -1,4 +1,4 @@
-#include "drain.h"
+#include "run/drain.h"
 
 enum { SERVING = 0, DRAINING, FINISHING, DONE };
 

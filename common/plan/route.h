@@ -20,10 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "delay.h"
-#include "head.h"
-#include "stats.h"
+#include "plan/config.h"
+#include "plan/delay.h"
+#include "http/head.h"
+#include "base/stats.h"
 
 #define ROUTE_MAX 64
 #define ROUTE_TIMING_LEN 72

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "plan/config.h"
 
 /* A ramp changes its delay this often (or in 10 steps when it is shorter than 1 s). */
 #define SCENARIO_RAMP_STEP_US (100 * 1000)
