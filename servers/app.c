@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "control/scenario.h"
+#include "report/report.h"
 
 extern char **environ;
 
@@ -61,6 +62,7 @@ static int serve(const struct app_engine *engine, const struct config *cfg, cons
         return rc;
     }
     svc->scenario = ctl->scenario;
+    svc->report = report_text;
     /* An inherited socket keeps the backlog its service manager gave it (Backlog=). */
     rc = net_open(cfg->bind, cfg->port, *nloops, (int)cfg->backlog, inherited, fds, port, err,
                   errlen);

@@ -9,7 +9,7 @@
 
 #include "base/accesslog.h"
 #include "plan/config.h"
-#include "control/control.h"
+#include "control/api.h"
 #include "base/log.h"
 #include "base/net.h"
 #include "run/service.h"

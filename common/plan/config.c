@@ -1,6 +1,6 @@
 #include "plan/config.h"
 #include "base/cpus.h"
-#include "plan/route.h"
+#include "http/target.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -573,7 +573,7 @@ static int route_count(const cJSON *it, unsigned lo, unsigned *out)
 }
 
 /* 1 if the path has a "." or ".." segment: a request's path is routed with those resolved, so
- * no request could reach such a route. The router's own resolution says (route_path_resolve).
+ * no request could reach such a route. The router's own resolution says (target_path_resolve).
  * -ENOMEM if it cannot tell. */
 static int has_dot_segment(const char *path)
 {
@@ -581,7 +581,7 @@ static int has_dot_segment(const char *path)
     char *resolved = malloc(len + 1);
     if (!resolved)
         return -ENOMEM;
-    size_t n = route_path_resolve(path, len, resolved);
+    size_t n = target_path_resolve(path, len, resolved);
     int differs = n != len || memcmp(resolved, path, len) != 0;
     free(resolved);
     return differs;

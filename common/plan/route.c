@@ -358,95 +358,6 @@ void route_plan_error(struct plan *out, unsigned status, const char *msg)
                     route_error_json(out->text, sizeof out->text, status, msg));
 }
 
-int route_hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-size_t route_path_resolve(const char *path, size_t len, char *out)
-{
-    size_t n = 0;
-    const char *p = path, *end = path + len;
-    while (p < end) {
-        /* One segment: from this '/' to the next (or the end). */
-        const char *next = memchr(p + 1, '/', (size_t)(end - p - 1));
-        const char *seg_end = next ? next : end;
-        size_t seg = (size_t)(seg_end - p);
-        if (seg == 2 && p[1] == '.') {
-            /* "/.": dropped; "/." at the end leaves the "/" */
-            if (!next)
-                out[n++] = '/';
-        } else if (seg == 3 && p[1] == '.' && p[2] == '.') {
-            /* "/..": drops the last segment written */
-            while (n > 0 && out[n - 1] != '/')
-                n--;
-            if (n > 0)
-                n--;
-            if (!next)
-                out[n++] = '/';
-        } else {
-            memcpy(out + n, p, seg);
-            n += seg;
-        }
-        p = seg_end;
-    }
-    if (n == 0)
-        out[n++] = '/';
-    return n;
-}
-
-/* 1 if the query parameter name k[0..end), percent-decoded ('+' is a space), is `name` exactly. */
-static int name_is(const char *k, const char *end, const char *name, size_t nlen)
-{
-    size_t i = 0;
-    for (; k < end; k++, i++) {
-        char c = *k == '+' ? ' ' : *k;
-        if (*k == '%' && end - k >= 3 && route_hex_digit(k[1]) >= 0 && route_hex_digit(k[2]) >= 0) {
-            c = (char)(route_hex_digit(k[1]) * 16 + route_hex_digit(k[2]));
-            k += 2;
-        }
-        if (i >= nlen || c != name[i])
-            return 0;
-    }
-    return i == nlen;
-}
-
-long route_query_param(const char *query, size_t len, const char *name, char *buf, size_t buflen)
-{
-    size_t nlen = strlen(name);
-    const char *p = query, *end = query + len;
-    while (p < end) {
-        const char *amp = memchr(p, '&', (size_t)(end - p));
-        const char *stop = amp ? amp : end;
-        const char *eq = memchr(p, '=', (size_t)(stop - p));
-        const char *kend = eq ? eq : stop;
-        if (name_is(p, kend, name, nlen)) {
-            /* The whole decoded length is counted; what fits is stored. */
-            size_t n = 0;
-            for (const char *v = eq ? eq + 1 : stop; v < stop; v++, n++) {
-                char c = *v == '+' ? ' ' : *v;
-                if (*v == '%' && stop - v >= 3 && route_hex_digit(v[1]) >= 0 &&
-                    route_hex_digit(v[2]) >= 0) {
-                    c = (char)(route_hex_digit(v[1]) * 16 + route_hex_digit(v[2]));
-                    v += 2;
-                }
-                if (n + 1 < buflen)
-                    buf[n] = c;
-            }
-            buf[n + 1 < buflen ? n : buflen - 1] = '\0';
-            return (long)n;
-        }
-        p = stop + 1;
-    }
-    return -1;
-}
-
 long route_value_copy(const char *v, size_t vlen, char *buf, size_t len)
 {
     size_t n = vlen < len - 1 ? vlen : len - 1;
@@ -753,7 +664,7 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
     char resolved[256];
     if (path_len && path[0] == '/' && memmem(path, path_len, "/.", 2) &&
         path_len < sizeof resolved) {
-        path_len = route_path_resolve(path, path_len, resolved);
+        path_len = target_path_resolve(path, path_len, resolved);
         path = resolved;
     }
     const struct route *r = NULL;

@@ -23,6 +23,7 @@
 #include "plan/config.h"
 #include "plan/delay.h"
 #include "http/head.h"
+#include "http/target.h"
 #include "base/stats.h"
 
 #define ROUTE_MAX 64
@@ -148,7 +149,7 @@ enum route_input {
 };
 
 /* Reads input `name` of the request into buf (len bytes, NUL-terminated): a query parameter as
- * route_query_param finds it (decoded, its name exact), a header by case-insensitive name.
+ * target_query_param finds it (decoded, its name exact), a header by case-insensitive name.
  * Returns the whole value's length, or -1 if the request has no such input. A length of len or more
  * means the value did not fit: buf holds only its start, and the route refuses it (never reads a
  * cut value). route_value_copy() does the copying. */
@@ -218,23 +219,9 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
  * a random delay). Reads only the table: any thread, any time while the table lives. */
 int route_cached_plan(const struct route_table *t, size_t id, struct plan *out);
 
-/* Finds query parameter `name` in query[0..len) (the part after '?'): the first whose
- * percent-decoded name is `name` exactly (case counts), and writes its percent-decoded value into
- * buf as a route_lookup_fn does (the return value is the whole decoded length; a name with no
- * '=' has the empty value). For engines whose library hands over the raw query. */
-long route_query_param(const char *query, size_t len, const char *name, char *buf, size_t buflen);
-
-/* Writes path[0..len) (starting with '/') with its dot segments resolved (RFC 3986 section
- * 5.2.4: "/a/./b" is "/a/b", "/a/../b" is "/b", never above "/") into out, which has room for
- * len bytes. Returns the length written. */
-size_t route_path_resolve(const char *path, size_t len, char *out);
-
 /* A route_lookup_fn's copy of a value v of vlen bytes into buf (len >= 1 bytes): at most len - 1
  * bytes, NUL-terminated. Returns vlen. */
 long route_value_copy(const char *v, size_t vlen, char *buf, size_t len);
-
-/* The value of hexadecimal digit c (0 to 15), or -1. */
-int route_hex_digit(char c);
 
 /* Returns the standard reason phrase of an HTTP status ("Not Found"), "Unknown" if none. */
 const char *route_reason(unsigned status);

@@ -27,6 +27,11 @@
  * with requests still in flight. */
 #define SERVICE_GENERATIONS 1024
 
+struct service;
+
+/* The body of /stats or /metrics (report.h): malloc'd, or NULL if out of memory. */
+typedef char *(*service_report_fn)(const struct service *s, enum plan_action what);
+
 struct service {
     struct route_table routes;               /* the table of the start (generation 1) */
     struct pool *pool;                       /* --workers, or NULL when unbounded */
@@ -45,7 +50,8 @@ struct service {
     _Atomic uint64_t seq[SERVICE_SLOTS]; /* draw indexes, shared by the generations */
     _Atomic uint64_t changes;            /* changes made (control API, scenario) */
     const struct config *cfg;
-    struct scenario *scenario; /* the config's scenario (control.h), for the reports; or NULL */
+    struct scenario *scenario; /* the config's scenario (scenario.h), for the reports; or NULL */
+    service_report_fn report;  /* report_text (report.h), set by the program; NULL: no reports */
     unsigned main_port;        /* the port served (service_set_endpoints) */
     char control_url[300];     /* the control API's URL, "" when off */
     char ui_csp[600];          /* the /ui page's Content-Security-Policy */
@@ -136,9 +142,9 @@ struct pool *service_pool_of(const struct service *s, const struct plan *p);
  * (pool_flush). Thread-safe; harmless when called again. */
 void service_flush(struct service *s);
 
-/* The body of /stats (what = PLAN_STATS, JSON) or /metrics (PLAN_METRICS, Prometheus text): the
- * counters of every route, the worker pools added up, the connections. malloc'd, the caller frees
- * it with free(); NULL if out of memory. Thread-safe. */
+/* The body of /stats (what = PLAN_STATS) or /metrics (PLAN_METRICS) through s->report: malloc'd,
+ * the caller frees it with free(); NULL if out of memory or when s has no report hook.
+ * Thread-safe. */
 char *service_report(const struct service *s, enum plan_action what);
 
 #endif

@@ -387,7 +387,7 @@ static long on_lookup(void *ctx, enum route_input kind, const char *name, char *
     if (kind == ROUTE_QUERY) {
         if (req->query_at == SIZE_MAX)
             return -1;
-        return route_query_param(req->path.base + req->query_at + 1,
+        return target_query_param(req->path.base + req->query_at + 1,
                                  req->path.len - req->query_at - 1, name, buf, len);
     }
     char lower[64];

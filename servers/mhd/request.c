@@ -187,7 +187,7 @@ static enum MHD_Result act(struct request *rq, enum exchange_do d)
     return MHD_YES;
 }
 
-/* Query parameters are read from the target as received (route_query_param), as on libh2o:
+/* Query parameters are read from the target as received (target_query_param), as on libh2o:
  * libmicrohttpd parses none (mhd_on_uri), so a long query never fills its per-connection pool. */
 static long on_lookup(void *ctx, enum route_input kind, const char *name, char *buf, size_t len)
 {
@@ -197,7 +197,7 @@ static long on_lookup(void *ctx, enum route_input kind, const char *name, char *
         if (!q)
             return -1;
         q++;
-        return route_query_param(q, rq->raw_len - (size_t)(q - rq->raw_uri), name, buf, len);
+        return target_query_param(q, rq->raw_len - (size_t)(q - rq->raw_uri), name, buf, len);
     }
     const char *v = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
     return v ? route_value_copy(v, strlen(v), buf, len) : -1;

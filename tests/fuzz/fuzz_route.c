@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for common/route: route_query_param() and route_plan() with per-request
+ * libFuzzer target for common/route: target_query_param() and route_plan() with per-request
  * overrides (?delay= ?status= ?size= ?drip= ?fault=, X-Slowsrv-Delay, X-Slowsrv-Status).
  *
  * Input layout (tests/fuzz/corpus/route/ holds examples; gen_seeds.py writes them):
@@ -9,19 +9,19 @@
  *                  methods, headers), max-delay 2 s, max-size 4 KiB;
  *                2 --no-overrides, a log-normal /test delay;
  *                3 --error-rate 0.5 with --error-status 500;
- *              bits 2-3 pick buflen for the route_query_param() check: 1, 3, 16 or 128
+ *              bits 2-3 pick buflen for the target_query_param() check: 1, 3, 16 or 128
  *   the rest   NUL-separated fields: method, target (path, optionally '?' and a query),
  *              X-Slowsrv-Delay value, X-Slowsrv-Status value, a query parameter name;
  *              a missing field is an absent header (method "GET", target "/", name "delay")
  *
- * route_query_param() runs on the whole of `the rest` (NULs included) as a query, as an
+ * target_query_param() runs on the whole of `the rest` (NULs included) as a query, as an
  * exact-size heap copy (ASan reports any read past len), with the names delay, status, size
  * and the fifth field, into an exact-size heap buffer of buflen bytes; it must agree with a
  * simple reference decoder: -1, or a length < buflen with buf NUL-terminated there (the
  * length is strlen(buf) unless the decoded value holds a NUL byte, e.g. from %00).
  *
  * route_plan() plans the request (target an exact-size heap copy, not NUL-terminated), its
- * lookup serving the query through route_query_param() (also checked against the reference)
+ * lookup serving the query through target_query_param() (also checked against the reference)
  * and the two headers. Checked: status 100..599; a matched route is the table's, with the
  * target's path and the allowed method; no route means 404 (405 with Allow for a wrong
  * method); body_len <= max-size unless the body is the route's own; a body is readable to its
@@ -209,7 +209,7 @@ static long ref_query_param(const char *query, size_t len, const char *name, cha
     return -1;
 }
 
-/* route_query_param against the reference, out = exact-size heap block of buflen bytes. */
+/* target_query_param against the reference, out = exact-size heap block of buflen bytes. */
 static long checked_query_param(const char *query, size_t len, const char *name, char *out,
                                 size_t buflen)
 {
@@ -218,7 +218,7 @@ static long checked_query_param(const char *query, size_t len, const char *name,
     long got, want;
 
     REQUIRE(buflen >= 1 && buflen <= sizeof ref);
-    got = route_query_param(query, len, name, out, buflen);
+    got = target_query_param(query, len, name, out, buflen);
     want = ref_query_param(query, len, name, ref, buflen, &has_nul);
     REQUIRE(got == want);
     if (got >= 0) {
@@ -313,13 +313,13 @@ static void check_plan(const struct route_table *t, const struct config *cfg,
 
     if (q)
         path_len = (size_t)(q - rq->target);
-    /* Routed as its dot segments resolve (RFC 3986 section 5.2.4), the same rule route_path_resolve
+    /* Routed as its dot segments resolve (RFC 3986 section 5.2.4), the same rule target_path_resolve
      * is unit-tested against. */
     const char *path = rq->target;
     char resolved[256];
     if (path_len && path[0] == '/' && memmem(path, path_len, "/.", 2) &&
         path_len < sizeof resolved) {
-        path_len = route_path_resolve(path, path_len, resolved);
+        path_len = target_path_resolve(path, path_len, resolved);
         path = resolved;
         REQUIRE(path_len >= 1 && path[0] == '/' && !memmem(path, path_len, "/../", 4));
     }
@@ -408,7 +408,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *copies[NFIELDS] = {NULL, NULL, NULL, NULL, NULL};
     size_t off = 0;
 
-    /* route_query_param on the raw bytes */
+    /* target_query_param on the raw bytes */
     {
         char *query = malloc(len ? len : 1);
         char *buf = malloc(buflen);

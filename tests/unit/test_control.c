@@ -3,9 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "control/control.h"
+#include "control/api.h"
 #include "run/exchange.h"
 #include "run/service.h"
+#include "report/report.h"
 #include "check.h"
 
 struct fixture {
@@ -23,6 +24,7 @@ static void setup(struct fixture *f, const char *token)
     f->cfg.seed = 42;
     log_init(&f->lg, "test", LOG_LEVEL_ERROR, stderr);
     CHECK_INT(service_init(&f->svc, &f->cfg, 2, NULL), 0);
+    f->svc.report = report_text;
     service_set_endpoints(&f->svc, 8080, "http://127.0.0.1:9090");
     char err[256];
     CHECK_INT(control_init(&f->ctl, &f->svc, &f->cfg, &f->lg, err, sizeof err), 0);

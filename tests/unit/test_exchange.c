@@ -44,7 +44,7 @@ static long lookup_pairs(void *ctx, enum route_input kind, const char *name, cha
     const char *const *kv = tr->headers;
     if (kind == ROUTE_QUERY) {
         const char *q = strchr(tr->target, '?');
-        return q ? route_query_param(q + 1, strlen(q + 1), name, buf, len) : -1;
+        return q ? target_query_param(q + 1, strlen(q + 1), name, buf, len) : -1;
     }
     for (size_t i = 0; kv && kv[i]; i += 2)
         if (strcasecmp(kv[i], name) == 0)

@@ -14,7 +14,7 @@ static long lookup(void *ctx, enum route_input kind, const char *name, char *buf
     const char *target = ctx;
     if (kind == ROUTE_QUERY) {
         const char *q = strchr(target, '?');
-        return q ? route_query_param(q + 1, strlen(q + 1), name, buf, len) : -1;
+        return q ? target_query_param(q + 1, strlen(q + 1), name, buf, len) : -1;
     }
     for (size_t i = 0; test_headers && test_headers[i]; i++) {
         size_t n = strlen(name);
@@ -611,25 +611,6 @@ static void route_config_routes_replace_and_add(void)
     route_table_cleanup(&t);
 }
 
-static void route_query_param_decodes_and_finds_exact_names(void)
-{
-    char buf[32];
-    static const char q[] = "xdelay=1&delay=2%30ms&a+b=c&empty=&flag&s=a+b%2";
-    CHECK_INT(route_query_param(q, strlen(q), "delay", buf, sizeof buf), 4);
-    CHECK_STR(buf, "20ms");
-    CHECK_INT(route_query_param(q, strlen(q), "empty", buf, sizeof buf), 0);
-    CHECK_INT(route_query_param(q, strlen(q), "flag", buf, sizeof buf), 0);
-    CHECK_INT(route_query_param(q, strlen(q), "s", buf, sizeof buf), 5);
-    CHECK_STR(buf, "a b%2");
-    CHECK_INT(route_query_param(q, strlen(q), "missing", buf, sizeof buf), -1);
-    /* A value that does not fit: its start is stored, its whole length returned. */
-    CHECK_INT(route_query_param(q, strlen(q), "delay", buf, 3), 4);
-    CHECK_STR(buf, "20");
-    char small[2];
-    CHECK_INT(route_value_copy("abcdef", 6, small, sizeof small), 6);
-    CHECK_STR(small, "a");
-}
-
 /* An override value too long for the route's buffer is refused, never read cut short: from the
  * query and from its header alike. */
 static void route_overlong_override_is_refused(void)
@@ -764,32 +745,17 @@ static void route_size_bodies_repeat_one_line_to_the_last_byte(void)
     }
 }
 
-/* Dot segments resolve as RFC 3986 section 5.2.4 says, never above the root; a query name is
- * matched percent-decoded and exactly; a name without '=' has the empty value. */
-static void route_paths_and_query_names_resolve(void)
+/* A lookup's copy keeps what fits and returns the whole length. */
+static void route_value_copy_keeps_whole_length(void)
 {
-    static const char *const cases[][2] = {
-        {"/echo", "/echo"},       {"/test/../echo", "/echo"},
-        {"/./echo", "/echo"},     {"/a/b/../../echo", "/echo"},
-        {"/../echo", "/echo"},    {"/echo/.", "/echo/"},
-        {"/echo/..", "/"},        {"/..", "/"},
-        {"/.hidden", "/.hidden"}, {"/a/..b", "/a/..b"},
-        {"/a/./", "/a/"},
-    };
-    char out[64], buf[16];
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        size_t n = route_path_resolve(cases[i][0], strlen(cases[i][0]), out);
-        out[n] = '\0';
-        CHECK_STR(out, cases[i][1]);
-    }
-    const char q[] = "%73tatus=503&delay&DELAY=9s&a+b=1";
-    CHECK_INT(route_query_param(q, strlen(q), "status", buf, sizeof buf), 3);
-    CHECK_STR(buf, "503");
-    CHECK_INT(route_query_param(q, strlen(q), "delay", buf, sizeof buf), 0);
-    CHECK_STR(buf, "");
-    CHECK_INT(route_query_param(q, strlen(q), "a b", buf, sizeof buf), 1);
-    CHECK_INT(route_query_param(q, strlen(q), "stat", buf, sizeof buf), -1);
-    CHECK_INT(route_query_param(q, strlen(q), "Delay", buf, sizeof buf), -1);
+    char small[2];
+    CHECK_INT(route_value_copy("abcdef", 6, small, sizeof small), 6);
+    CHECK_STR(small, "a");
+}
+
+/* A target with dot segments is routed by its resolved path. */
+static void route_paths_resolve(void)
+{
     struct route_table t;
     struct plan p;
     struct config cfg = config_defaults;
@@ -802,7 +768,8 @@ static void route_paths_and_query_names_resolve(void)
 
 int main(void)
 {
-    route_paths_and_query_names_resolve();
+    route_paths_resolve();
+    route_value_copy_keeps_whole_length();
     route_overlong_override_is_refused();
     route_size_bodies_repeat_one_line_to_the_last_byte();
     route_drip_and_fault_shape_the_plan();
@@ -815,7 +782,6 @@ int main(void)
     route_error_rate_follows_the_seed();
     route_injected_error_keeps_its_drawn_timing();
     route_config_routes_replace_and_add();
-    route_query_param_decodes_and_finds_exact_names();
     route_plans_every_builtin();
     route_health_and_stats_are_not_counted();
     route_405_names_the_allowed_methods();

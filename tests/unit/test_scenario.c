@@ -4,10 +4,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "control/control.h"
+#include "control/api.h"
 #include "control/scenario.h"
 #include "run/service.h"
 #include "base/timer.h"
+#include "report/report.h"
 #include "check.h"
 
 static int check_text(const char *json, char *err, size_t len)
@@ -91,6 +92,7 @@ static void scenario_runs_its_phases_on_time(void)
     char err[256];
     log_init(&lg, "test", LOG_LEVEL_ERROR, stderr);
     CHECK_INT(service_init(&svc, &cfg, 1, NULL), 0);
+    svc.report = report_text;
     CHECK_INT(control_init(&ctl, &svc, &cfg, &lg, err, sizeof err), 0);
     svc.scenario = ctl.scenario;
     int running;

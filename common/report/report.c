@@ -1,0 +1,128 @@
+#include "report/report.h"
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/timer.h"
+#include "control/control.h"
+#include "control/scenario.h"
+
+struct report_ctx {
+    struct service *s;
+    const struct route_table *t;
+};
+
+/* What /stats shows of the live table, the scenario and the configuration (the /ui page). */
+static void add_live(void *ctx, cJSON *root)
+{
+    struct report_ctx *rc = ctx;
+    struct service *s = rc->s;
+    cJSON *c = cJSON_AddObjectToObject(root, "control");
+    if (!c)
+        return;
+    cJSON_AddBoolToObject(c, "live", s->live_enabled);
+    if (s->control_url[0])
+        cJSON_AddStringToObject(c, "url", s->control_url);
+    else
+        cJSON_AddNullToObject(c, "url");
+    cJSON_AddBoolToObject(c, "token", s->cfg->control_bearer[0] != '\0');
+    cJSON_AddNumberToObject(c, "generation", (double)rc->t->generation);
+    cJSON_AddNumberToObject(c, "changes", (double)atomic_load(&s->changes));
+    if (s->scenario)
+        scenario_report(s->scenario, root);
+    cJSON *cfg = cJSON_AddObjectToObject(root, "config");
+    cJSON *routes = cfg ? cJSON_AddArrayToObject(cfg, "routes") : NULL;
+    if (!routes)
+        return;
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)s->cfg->seed);
+    cJSON_AddStringToObject(cfg, "seed", seed); /* a string: 64 bits do not fit a double */
+    cJSON_AddBoolToObject(cfg, "seed_given", s->cfg->seed_set);
+    cJSON_AddNumberToObject(cfg, "workers", s->cfg->workers);
+    cJSON_AddNumberToObject(cfg, "queue", s->cfg->queue);
+    for (size_t i = 0; i < rc->t->count; i++) {
+        const struct route *r = &rc->t->routes[i];
+        cJSON *o = r->counted ? control_route_json(r) : NULL;
+        if (!o)
+            continue;
+        cJSON_DeleteItemFromObject(o, "body");
+        struct pool *p = r->workers ? s->route_pools[r->slot] : NULL;
+        if (p) {
+            struct pool_counts pc;
+            pool_counts_get(p, &pc);
+            cJSON *w = cJSON_AddObjectToObject(o, "pool");
+            cJSON_AddNumberToObject(w, "active", pc.active);
+            cJSON_AddNumberToObject(w, "queued", pc.queued);
+            cJSON_AddNumberToObject(w, "rejected", (double)pc.rejected);
+        }
+        cJSON_AddItemToArray(routes, o);
+    }
+}
+
+char *report_text(const struct service *cs, enum plan_action what)
+{
+    struct service *s = (struct service *)(uintptr_t)cs; /* its table is counted while read */
+    struct route_table *t = service_table_acquire(s, s->nshards);
+    uint64_t since = atomic_load(&s->limit_since), now = timer_now_us();
+    uint64_t at_limit_us = atomic_load(&s->limit_us) + (since && now > since ? now - since : 0);
+    struct stats_conns c = {atomic_load(&s->connections), s->max_connections,
+                            atomic_load(&s->limit_reached), (double)at_limit_us / 1e6};
+    const char *names[SERVICE_SLOTS];
+    size_t nnames = s->live_enabled ? SERVICE_SLOTS : t->other_slot + 1;
+    struct pool_counts pc = {0, 0, 0, 0}, one;
+    int pools = 0;
+    for (size_t i = 0; i < SERVICE_SLOTS; i++)
+        names[i] = NULL;
+    for (size_t i = 0; i < t->count; i++)
+        names[t->routes[i].slot] = t->routes[i].path;
+    names[t->other_slot] = "other";
+    /* The global pool and the routes' own pools, added up. */
+    for (size_t i = 0; i <= SERVICE_SLOTS; i++) {
+        struct pool *p = i < SERVICE_SLOTS ? s->route_pools[i] : s->pool;
+        if (!p)
+            continue;
+        pool_counts_get(p, &one);
+        pc.workers += one.workers;
+        pc.active += one.active;
+        pc.queued += one.queued;
+        pc.rejected += one.rejected;
+        pools = 1;
+    }
+    double uptime = (double)(timer_now_us() - s->started_us) / 1e6;
+    char *out;
+    if (what == PLAN_METRICS) {
+        char *text = stats_to_prometheus(s->stats, names, nnames, uptime, pools ? &pc : NULL, &c);
+        int running = 0, phase = scenario_phase(s->scenario, &running);
+        char tail[1024];
+        int n = snprintf(tail, sizeof tail,
+                         "# HELP slowsrv_control_changes_total Changes of the routes made by the "
+                         "control API or the scenario.\n"
+                         "# TYPE slowsrv_control_changes_total counter\n"
+                         "slowsrv_control_changes_total %llu\n"
+                         "# HELP slowsrv_generation Generation of the live route table (1 at the "
+                         "start).\n"
+                         "# TYPE slowsrv_generation gauge\nslowsrv_generation %llu\n"
+                         "# HELP slowsrv_scenario_phase Index of the scenario phase in force, -1 "
+                         "before the first or with no scenario.\n"
+                         "# TYPE slowsrv_scenario_phase gauge\nslowsrv_scenario_phase %d\n"
+                         "# HELP slowsrv_scenario_running 1 while the scenario runs.\n"
+                         "# TYPE slowsrv_scenario_running gauge\nslowsrv_scenario_running %d\n",
+                         (unsigned long long)atomic_load(&s->changes),
+                         (unsigned long long)t->generation, phase, running);
+        size_t len = text ? strlen(text) : 0;
+        out = text && n > 0 ? realloc(text, len + (size_t)n + 1) : NULL;
+        if (out)
+            memcpy(out + len, tail, (size_t)n + 1);
+        else
+            free(text);
+    } else {
+        struct report_ctx rc = {s, t};
+        out = stats_to_json_with(s->stats, names, nnames, uptime, pools ? &pc : NULL, &c, add_live,
+                                 &rc);
+    }
+    service_table_release(s, t, s->nshards);
+    return out;
+}
