@@ -51,7 +51,8 @@ static int name_is(const char *k, const char *end, const char *name, size_t nlen
     size_t i = 0;
     for (; k < end; k++, i++) {
         char c = *k == '+' ? ' ' : *k;
-        if (*k == '%' && end - k >= 3 && target_hex_digit(k[1]) >= 0 && target_hex_digit(k[2]) >= 0) {
+        if (*k == '%' && end - k >= 3 && target_hex_digit(k[1]) >= 0 &&
+            target_hex_digit(k[2]) >= 0) {
             c = (char)(target_hex_digit(k[1]) * 16 + target_hex_digit(k[2]));
             k += 2;
         }

@@ -20,7 +20,6 @@ size_t target_path_resolve(const char *path, size_t len, char *out);
  * percent-decoded name is `name` exactly (case counts), and writes its percent-decoded value into
  * buf (buflen >= 1 bytes, NUL-terminated; what does not fit is left out). Returns the whole
  * decoded length, or -1 if there is no such parameter; a name with no '=' has the empty value. */
-long target_query_param(const char *query, size_t len, const char *name, char *buf,
-                        size_t buflen);
+long target_query_param(const char *query, size_t len, const char *name, char *buf, size_t buflen);
 
 #endif

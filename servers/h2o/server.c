@@ -388,7 +388,7 @@ static long on_lookup(void *ctx, enum route_input kind, const char *name, char *
         if (req->query_at == SIZE_MAX)
             return -1;
         return target_query_param(req->path.base + req->query_at + 1,
-                                 req->path.len - req->query_at - 1, name, buf, len);
+                                  req->path.len - req->query_at - 1, name, buf, len);
     }
     char lower[64];
     size_t n = strlen(name) < sizeof lower ? strlen(name) : sizeof lower;

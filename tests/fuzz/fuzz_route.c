@@ -313,8 +313,8 @@ static void check_plan(const struct route_table *t, const struct config *cfg,
 
     if (q)
         path_len = (size_t)(q - rq->target);
-    /* Routed as its dot segments resolve (RFC 3986 section 5.2.4), the same rule target_path_resolve
-     * is unit-tested against. */
+    /* Routed as its dot segments resolve (RFC 3986 section 5.2.4), the same rule
+     * target_path_resolve is unit-tested against. */
     const char *path = rq->target;
     char resolved[256];
     if (path_len && path[0] == '/' && memmem(path, path_len, "/.", 2) &&
