@@ -63,6 +63,7 @@ static int serve(const struct app_engine *engine, const struct config *cfg, cons
     }
     svc->scenario = ctl->scenario;
     svc->report = report_text;
+    control_hook(ctl, &svc->control);
     /* An inherited socket keeps the backlog its service manager gave it (Backlog=). */
     rc = net_open(cfg->bind, cfg->port, *nloops, (int)cfg->backlog, inherited, fds, port, err,
                   errlen);

@@ -63,6 +63,9 @@ void net_format_peer(const struct sockaddr *addr, char *buf, size_t len);
  * Reads nothing from the stream (MSG_PEEK), never blocks. */
 int net_peer_gone(int fd);
 
+/* The local port socket fd is bound to, or 0 if it has none. */
+unsigned net_local_port(int fd);
+
 /* Aborts the TCP connection of socket fd with a reset (RST), now, without closing fd: its owner
  * (the HTTP library) then finds it broken and closes it. Unsent data is dropped. */
 void net_reset(int fd);

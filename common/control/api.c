@@ -10,12 +10,6 @@
 #include "base/timer.h"
 #include "control/scenario.h"
 
-void control_answer_free(struct control_answer *a)
-{
-    free(a->body);
-    a->body = NULL;
-}
-
 static void answer_json(struct control_answer *a, unsigned status, cJSON *o)
 {
     a->status = status;
@@ -409,6 +403,43 @@ static void scenario_answer(struct control *c, struct control_answer *a)
     answer_json(a, 200, o);
 }
 
+/* What is answered from the head alone: an Origin other than /ui's, a CORS preflight, a missing
+ * or wrong token. Returns 1 when *out is the answer; an allowed Origin's CORS headers are added
+ * to *out either way. */
+static int gate(struct control *c, const struct control_request *rq, struct control_answer *out)
+{
+    /* A browser's page: only /ui's own origin, which the preflight lets send the token. */
+    if (rq->origin) {
+        if (!origin_allowed(c, rq->origin, rq->origin_len)) {
+            control_error(out, 403,
+                          "origin not allowed: only the /ui page of this server may call the "
+                          "control API from a browser");
+            return 1;
+        }
+        size_t n =
+            rq->origin_len < sizeof out->origin - 1 ? rq->origin_len : sizeof out->origin - 1;
+        memcpy(out->origin, rq->origin, n);
+        out->origin[n] = '\0';
+        add_header(out, "Access-Control-Allow-Origin", out->origin);
+        add_header(out, "Vary", "Origin");
+        if (strcmp(rq->method, "OPTIONS") == 0) {
+            out->status = 204;
+            add_header(out, "Access-Control-Allow-Methods", "GET, HEAD, PATCH, POST, PUT, DELETE");
+            add_header(out, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+            add_header(out, "Access-Control-Max-Age", "600");
+            return 1;
+        }
+    }
+    if (!authorized(c, rq)) {
+        control_error(out, 401,
+                      "missing or wrong token: send Authorization: Bearer <the --control-token "
+                      "file's token>");
+        add_header(out, "WWW-Authenticate", "Bearer realm=\"slowsrv control\"");
+        return 1;
+    }
+    return 0;
+}
+
 static void handle(struct control *c, const struct control_request *rq, struct control_answer *out)
 {
     const char *m = rq->method;
@@ -425,35 +456,8 @@ static void handle(struct control *c, const struct control_request *rq, struct c
     memcpy(path, rq->target, plen);
     path[plen] = '\0';
 
-    /* A browser's page: only /ui's own origin, which the preflight lets send the token. */
-    if (rq->origin) {
-        if (!origin_allowed(c, rq->origin, rq->origin_len)) {
-            control_error(out, 403,
-                          "origin not allowed: only the /ui page of this server may call the "
-                          "control API from a browser");
-            return;
-        }
-        size_t n =
-            rq->origin_len < sizeof out->origin - 1 ? rq->origin_len : sizeof out->origin - 1;
-        memcpy(out->origin, rq->origin, n);
-        out->origin[n] = '\0';
-        add_header(out, "Access-Control-Allow-Origin", out->origin);
-        add_header(out, "Vary", "Origin");
-        if (strcmp(rq->method, "OPTIONS") == 0) {
-            out->status = 204;
-            add_header(out, "Access-Control-Allow-Methods", "GET, HEAD, PATCH, POST, PUT, DELETE");
-            add_header(out, "Access-Control-Allow-Headers", "Authorization, Content-Type");
-            add_header(out, "Access-Control-Max-Age", "600");
-            return;
-        }
-    }
-    if (!authorized(c, rq)) {
-        control_error(out, 401,
-                      "missing or wrong token: send Authorization: Bearer <the --control-token "
-                      "file's token>");
-        add_header(out, "WWW-Authenticate", "Bearer realm=\"slowsrv control\"");
+    if (gate(c, rq, out))
         return;
-    }
     if (rq->body_len > CONTROL_BODY_MAX || (rq->body_len && !rq->body)) {
         control_error(out, 413, "body over 1 MiB: a change is a small JSON object");
         return;
@@ -528,13 +532,46 @@ static void handle(struct control *c, const struct control_request *rq, struct c
     cJSON_Delete(body);
 }
 
+/* The headers every answer of the API carries. */
+static void finish(struct control_answer *out)
+{
+    if (out->status != 204)
+        add_header(out, "Content-Type", "application/json");
+    out->close = 1;
+}
+
+int control_check(struct control *c, const struct control_request *rq, struct control_answer *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!gate(c, rq, out)) {
+        free(out->body);
+        memset(out, 0, sizeof *out);
+        return 0;
+    }
+    finish(out);
+    return 1;
+}
+
 void control_handle(struct control *c, const struct control_request *rq, struct control_answer *out)
 {
     memset(out, 0, sizeof *out);
     handle(c, rq, out);
-    if (out->status != 204)
-        add_header(out, "Content-Type", "application/json");
-    out->close = 1;
+    finish(out);
+}
+
+static int hook_check(void *c, const struct control_request *rq, struct control_answer *out)
+{
+    return control_check(c, rq, out);
+}
+
+static void hook_handle(void *c, const struct control_request *rq, struct control_answer *out)
+{
+    control_handle(c, rq, out);
+}
+
+void control_hook(struct control *c, struct service_control *out)
+{
+    *out = (struct service_control){c, hook_check, hook_handle};
 }
 
 int control_init(struct control *c, struct service *svc, const struct config *cfg,

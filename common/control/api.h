@@ -1,8 +1,9 @@
 /*
  * control API: the HTTP API that changes the target while the load runs (--control, a listener
  * of its own). Its requests come through the same exchange path as the main port's (exchange.h):
- * the core reads the body (up to CONTROL_BODY_MAX) and calls control_handle, which decides the
- * whole answer.
+ * the core checks the head (control_check), reads the body (up to CONTROL_BODY_MAX) and calls
+ * control_handle, which decides the whole answer. Its request and answer types are in
+ * service.h, so that the exchange can carry them.
  *
  *   GET    /routes            the live routes, as config routes, and the generation
  *   GET    /routes/PATH       one route
@@ -27,38 +28,28 @@
 
 #include "control/control.h"
 
-/* Largest request body the control API reads; control_handle answers 413 beyond it. */
-#define CONTROL_BODY_MAX (1024 * 1024)
+/* Sets up control over svc (which must outlive c): the scenario of cfg, if any, is built and
+ * checked. Returns 0, or -EINVAL with a one-line reason in err, or -ENOMEM. */
+int control_init(struct control *c, struct service *svc, const struct config *cfg,
+                 const struct log *lg, char *err, size_t errlen);
 
-/* A request on the control listener, as the engine read it. */
-struct control_request {
-    const char *method; /* NUL-terminated */
-    const char *target; /* path and query as received */
-    size_t target_len;
-    const char *body; /* body_len bytes; NULL when body_len is 0, or when the engine stopped
-                         keeping it past CONTROL_BODY_MAX (the core answers 413) */
-    size_t body_len;
-    const char *authorization; /* the Authorization header's value, NULL if none */
-    size_t authorization_len;
-    const char *who;    /* the client's address, for the log line */
-    const char *origin; /* the Origin header's value (a browser's page), NULL if none */
-    size_t origin_len;
-};
+/* The server serves: the scenario starts now unless it waits for POST /scenario/start. */
+void control_start(struct control *c);
 
-/* What to answer: status, JSON body (malloc'd, the engine frees it with control_answer_free;
- * none for 204) and the headers to add (Allow, WWW-Authenticate, the CORS ones). */
-struct control_answer {
-    unsigned status;
-    char *body;
-    size_t body_len;
-    /* Every header of the answer, Content-Type included (none for a 204). */
-    struct config_header headers[8];
-    size_t nheaders;
-    /* Close the connection after this answer. The API answers one request a connection: a
-     * change is rare, and no client of it keeps a connection open beside the load. */
-    int close;
-    char origin[256]; /* storage for Access-Control-Allow-Origin */
-};
+/* Stops the scenario and frees what control_init made. */
+void control_cleanup(struct control *c);
+
+/* Before the body is read: 1 with *out filled when rq is answered from its head alone (an Origin
+ * other than /ui's, a missing or wrong token, a CORS preflight), else 0 with *out zeroed.
+ * Thread-safe. */
+int control_check(struct control *c, const struct control_request *rq, struct control_answer *out);
+
+/* Answers one request of the control API. Thread-safe (changes are serialised inside). */
+void control_handle(struct control *c, const struct control_request *rq,
+                    struct control_answer *out);
+
+/* The service's hook (service.h) that serves c through the exchange path. */
+void control_hook(struct control *c, struct service_control *out);
 
 /* Sets up control over svc (which must outlive c): the scenario of cfg, if any, is built and
  * checked. Returns 0, or -EINVAL with a one-line reason in err, or -ENOMEM. */
@@ -71,29 +62,16 @@ void control_start(struct control *c);
 /* Stops the scenario and frees what control_init made. */
 void control_cleanup(struct control *c);
 
-/* Answers one request of the control API. Thread-safe (changes are serialised inside). */
-void control_handle(struct control *c, const struct control_request *rq,
-                    struct control_answer *out);
-
-/* Frees what control_handle put in *a. */
-void control_answer_free(struct control_answer *a);
-
-/* Sets up control over svc (which must outlive c): the scenario of cfg, if any, is built and
- * checked. Returns 0, or -EINVAL with a one-line reason in err, or -ENOMEM. */
-int control_init(struct control *c, struct service *svc, const struct config *cfg,
-                 const struct log *lg, char *err, size_t errlen);
-
-/* The server serves: the scenario starts now unless it waits for POST /scenario/start. */
-void control_start(struct control *c);
-
-/* Stops the scenario and frees what control_init made. */
-void control_cleanup(struct control *c);
+/* Before the body is read: 1 with *out filled when rq is answered from its head alone (an Origin
+ * other than /ui's, a missing or wrong token, a CORS preflight), else 0 with *out zeroed.
+ * Thread-safe. */
+int control_check(struct control *c, const struct control_request *rq, struct control_answer *out);
 
 /* Answers one request of the control API. Thread-safe (changes are serialised inside). */
 void control_handle(struct control *c, const struct control_request *rq,
                     struct control_answer *out);
 
-/* Frees what control_handle put in *a. */
-void control_answer_free(struct control_answer *a);
+/* The service's hook (service.h) that serves c through the exchange path. */
+void control_hook(struct control *c, struct service_control *out);
 
 #endif

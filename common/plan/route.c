@@ -549,18 +549,13 @@ static int apply_overrides(struct route_table *t, const struct route_request *rq
     return 0;
 }
 
-int route_status_bodiless(unsigned status)
-{
-    return status < 200 || status == 204 || status == 304;
-}
-
 /* Checks the plan's drip and fault against its body and turns a fault into the plan's action.
  * Returns 0, or fills a 400 and returns -1. */
 static int apply_shape(struct plan *out, enum config_fault fault)
 {
     char msg[160];
     /* Answers that carry no body by definition, whether configured or asked for. */
-    if (route_status_bodiless(out->status))
+    if (answer_bodiless(out->status))
         out->body_len = 0;
     if ((out->drip.chunks || fault != CONFIG_FAULT_NONE) && out->action != PLAN_RESPOND) {
         route_plan_error(out, 400, "drip, fault: only on routes with a fixed answer (not /write)");
@@ -605,7 +600,7 @@ static void plan_defaults(const struct route_table *t, size_t id, struct plan *o
     out->status = r->status;
     out->content_type = r->content_type;
     out->body = r->body;
-    out->body_len = route_status_bodiless(r->status) ? 0 : r->body_len;
+    out->body_len = answer_bodiless(r->status) ? 0 : r->body_len;
     out->headers = r->headers;
     out->nheaders = r->nheaders;
     out->action = r->kind == ROUTE_UPLOAD    ? PLAN_UPLOAD
@@ -718,40 +713,4 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
         }
     }
     apply_shape(out, fault);
-}
-
-const char *route_reason(unsigned status)
-{
-    static const struct {
-        unsigned status;
-        const char *reason;
-    } reasons[] = {
-        {100, "Continue"},
-        {200, "OK"},
-        {201, "Created"},
-        {202, "Accepted"},
-        {204, "No Content"},
-        {301, "Moved Permanently"},
-        {302, "Found"},
-        {304, "Not Modified"},
-        {400, "Bad Request"},
-        {401, "Unauthorized"},
-        {403, "Forbidden"},
-        {404, "Not Found"},
-        {405, "Method Not Allowed"},
-        {408, "Request Timeout"},
-        {413, "Content Too Large"},
-        {414, "URI Too Long"},
-        {415, "Unsupported Media Type"},
-        {429, "Too Many Requests"},
-        {431, "Request Header Fields Too Large"},
-        {500, "Internal Server Error"},
-        {502, "Bad Gateway"},
-        {503, "Service Unavailable"},
-        {504, "Gateway Timeout"},
-    };
-    for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
-        if (reasons[i].status == status)
-            return reasons[i].reason;
-    return "Unknown";
 }

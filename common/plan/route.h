@@ -22,6 +22,7 @@
 
 #include "plan/config.h"
 #include "plan/delay.h"
+#include "http/answer.h"
 #include "http/head.h"
 #include "http/target.h"
 #include "base/stats.h"
@@ -103,10 +104,11 @@ struct route_table {
 enum plan_action {
     PLAN_RESPOND = 0, /* answer status/body after delay_us */
     PLAN_UPLOAD,      /* read the body through an upload (exchange.h), then answer its result */
-    PLAN_STATS,       /* answer service_report() as JSON */
-    PLAN_METRICS,     /* answer service_report() in Prometheus text format */
+    PLAN_STATS,       /* answer the service's report (service.h) as JSON */
+    PLAN_METRICS,     /* answer the service's report in Prometheus text format */
     PLAN_RESET,       /* answer nothing: reset the connection */
     PLAN_CLOSE,       /* answer nothing: close the connection */
+    PLAN_CONTROL,     /* a request of the control listener: the control API answers it */
 };
 
 struct plan {
@@ -138,10 +140,6 @@ struct plan {
     };
 };
 
-/* 1 if an answer with this status carries neither a body nor a Content-Length: 1xx, 204 and
- * 304 (RFC 9110 sections 6.4.1, 8.6 and 15.4.5). The plan's body_len is 0 for them. */
-int route_status_bodiless(unsigned status);
-
 /* Where a lookup reads. */
 enum route_input {
     ROUTE_QUERY = 0, /* a query parameter, percent-decoded */
@@ -171,6 +169,8 @@ struct route_request {
     int last; /* the connection's last request (--max-requests): close after its answer */
     const struct head *head; /* an HTTP/1.x head as received, checked first (head.h); NULL
                                 over HTTP/2, whose framing is the library's */
+    int control;             /* it came on the control listener (--control): the control API
+                                answers it, not the route table */
 };
 
 /* Fills *t with the built-in routes (GET /test, POST /write, any method / and /echo,
@@ -222,9 +222,6 @@ int route_cached_plan(const struct route_table *t, size_t id, struct plan *out);
 /* A route_lookup_fn's copy of a value v of vlen bytes into buf (len >= 1 bytes): at most len - 1
  * bytes, NUL-terminated. Returns vlen. */
 long route_value_copy(const char *v, size_t vlen, char *buf, size_t len);
-
-/* Returns the standard reason phrase of an HTTP status ("Not Found"), "Unknown" if none. */
-const char *route_reason(unsigned status);
 
 /* Writes the JSON error body {"error": "<msg>", "status": N} into buf. Returns its length. */
 size_t route_error_json(char *buf, size_t len, unsigned status, const char *msg);

@@ -1,4 +1,4 @@
-#include "run/exchange.h"
+#include "run/exchange_impl.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -47,10 +47,33 @@ static enum exchange_do answer_instead(struct exchange *x, const char *why)
 
 #define STOPPING "server stopping"
 
+size_t exchange_size(void)
+{
+    return (sizeof(struct exchange) + EXCHANGE_ALIGN - 1) / EXCHANGE_ALIGN * EXCHANGE_ALIGN;
+}
+
+void *exchange_owner(const struct exchange *x)
+{
+    return x->owner;
+}
+
+/* The control listener's requests are planned by the control API, not by the route table:
+ * neither counted nor logged, every answer closing its connection. */
+static void plan_control(struct plan *p)
+{
+    memset(p, 0, sizeof *p);
+    p->action = PLAN_CONTROL;
+    p->stats_id = STATS_UNCOUNTED;
+    p->content_type = "application/json";
+    p->close = 1;
+}
+
 static void begin(struct exchange *x, struct service *svc, struct stats_shard *sh,
                   const struct route_request *rq, void (*admit)(struct pool_entry *e))
 {
     timer_node_init(&x->timer);
+    x->call = NULL;
+    x->built = NULL;
     x->state = EXCHANGE_NEW;
     x->next = EXCHANGE_DO_READ;
     x->answered = 0;
@@ -69,10 +92,13 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
     x->due_us = 0;
     x->sent_us = 0;
     /* The plan is made by the live table, which stays this request's until exchange_end. */
-    x->table = service_table_acquire(svc, stats_shard_index(sh));
-    route_plan(x->table, rq, &x->plan);
+    x->table = rq->control ? NULL : service_table_acquire(svc, stats_shard_index(sh));
+    if (x->table)
+        route_plan(x->table, rq, &x->plan);
+    else
+        plan_control(&x->plan);
     /* --max-requests' last request (an answer given during the stop closes too: decide). */
-    x->plan.close = rq->last;
+    x->plan.close |= rq->last;
     x->svc = svc;
     const char *why;
     unsigned bad = rq->head ? head_check(rq->head, &why) : 0;
@@ -80,8 +106,9 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
         /* Refused as a whole: no route's answer, and where this request ends is in doubt, so
          * nothing more is read from the connection. */
         route_plan_error(&x->plan, bad, why);
+        x->plan.action = PLAN_RESPOND;
         x->plan.route = NULL;
-        x->plan.stats_id = ROUTE_STATS_OTHER(x->table);
+        x->plan.stats_id = x->table ? ROUTE_STATS_OTHER(x->table) : STATS_UNCOUNTED;
         x->plan.close = 1;
         x->refused_head = 1;
     }
@@ -168,13 +195,94 @@ static int64_t content_length(const struct route_request *rq)
                                                                                       : -1;
 }
 
-enum exchange_do exchange_on_head(struct exchange *x, struct service *svc, struct stats_shard *sh,
-                                  const struct route_request *rq,
+/* A request of the control listener: what control_handle will be given is copied now (rq lives
+ * only during exchange_on_head); the head alone may answer it (control_check). */
+static enum exchange_do call_begin(struct exchange *x, const struct route_request *rq)
+{
+    struct exchange_call *c = x->call = calloc(1, sizeof *c);
+    if (!c)
+        return decide(x, EXCHANGE_DO_CLOSE);
+    size_t tlen = rq->raw_target
+                      ? (rq->raw_target_len ? rq->raw_target_len : strlen(rq->raw_target))
+                      : rq->target_len;
+    c->target = strndup(rq->raw_target ? rq->raw_target : rq->target, tlen);
+    c->authorization = header_copy(rq, "Authorization");
+    c->origin = header_copy(rq, "Origin");
+    if (!c->target || c->authorization == BAD_COPY || c->origin == BAD_COPY) {
+        if (c->authorization == BAD_COPY)
+            c->authorization = NULL;
+        if (c->origin == BAD_COPY)
+            c->origin = NULL;
+        return decide(x, EXCHANGE_DO_CLOSE);
+    }
+    snprintf(c->method, sizeof c->method, "%s", rq->method);
+    net_format_peer(rq->peer, c->who, sizeof c->who);
+    c->rq = (struct control_request){c->method,
+                                     c->target,
+                                     strlen(c->target),
+                                     NULL,
+                                     0,
+                                     c->authorization,
+                                     c->authorization ? strlen(c->authorization) : 0,
+                                     c->who,
+                                     c->origin,
+                                     c->origin ? strlen(c->origin) : 0};
+    const struct service_control *api = &x->svc->control;
+    if (!api->ctx) {
+        route_plan_error(&x->plan, 404, "no control API here");
+        return decide(x, EXCHANGE_DO_ANSWER);
+    }
+    /* The token and the origin are checked before any body is read. */
+    if (api->check(api->ctx, &c->rq, &c->reply))
+        return decide(x, EXCHANGE_DO_ANSWER);
+    int64_t len = content_length(rq);
+    if (len > CONTROL_BODY_MAX) {
+        c->too_big = 1;
+        c->rq.body_len = (size_t)len;
+        api->handle(api->ctx, &c->rq, &c->reply);
+        return decide(x, EXCHANGE_DO_ANSWER);
+    }
+    return EXCHANGE_DO_READ;
+}
+
+/* The body arrived whole, as far as the control API keeps it. */
+static void call_body(struct exchange_call *c, const void *buf, size_t len)
+{
+    if (!c->too_big && c->rq.body_len + len > CONTROL_BODY_MAX) {
+        c->too_big = 1;
+        free(c->body);
+        c->body = NULL;
+    }
+    if (!c->too_big && c->rq.body_len + len > c->cap) {
+        size_t cap = c->cap ? c->cap : 4096;
+        while (cap < c->rq.body_len + len)
+            cap *= 2;
+        cap = cap < CONTROL_BODY_MAX ? cap : CONTROL_BODY_MAX;
+        char *b = realloc(c->body, cap);
+        if (!b) {
+            c->too_big = 1; /* out of memory: refused as too large */
+            free(c->body);
+            c->body = NULL;
+        } else {
+            c->body = b;
+            c->cap = cap;
+        }
+    }
+    if (!c->too_big)
+        memcpy(c->body + c->rq.body_len, buf, len);
+    c->rq.body_len += len;
+}
+
+enum exchange_do exchange_on_head(struct exchange *x, void *owner, struct service *svc,
+                                  struct stats_shard *sh, const struct route_request *rq,
                                   void (*admit)(struct pool_entry *e))
 {
+    x->owner = owner;
     begin(x, svc, sh, rq, admit);
     if (x->refused_head)
         return decide(x, EXCHANGE_DO_ANSWER);
+    if (rq->control)
+        return call_begin(x, rq);
     if (x->plan.action != PLAN_UPLOAD)
         return EXCHANGE_DO_READ;
     /* About 9 KiB, so it is only taken by uploads, not by every request. */
@@ -199,6 +307,11 @@ enum exchange_do exchange_on_body(struct exchange *x, const void *buf, size_t le
     stats_bytes_in(x->shard, len);
     if (x->record)
         x->record->bytes_in += len;
+    if (x->call) {
+        if (!x->call->reply.status)
+            call_body(x->call, buf, len);
+        return EXCHANGE_DO_READ;
+    }
     if (!x->upload)
         return EXCHANGE_DO_READ; /* read and dropped: no other route needs a body */
     int decided = upload_error(x->upload) != 0;
@@ -246,6 +359,12 @@ enum exchange_do exchange_next(struct exchange *x)
     /* The body is in. */
     if (x->upload && upload_error(x->upload) == 0)
         take_answer(x);
+    if (x->call) {
+        const struct service_control *api = &x->svc->control;
+        x->call->rq.body = x->call->too_big ? NULL : x->call->body;
+        api->handle(api->ctx, &x->call->rq, &x->call->reply);
+        return decide(x, EXCHANGE_DO_ANSWER);
+    }
     if (x->pool || x->plan.delay_us) {
         x->state = EXCHANGE_HOLDING;
         return EXCHANGE_DO_HOLD;
@@ -344,6 +463,12 @@ enum exchange_do exchange_on_timer(struct exchange *x, int peer_gone, int give_u
     return plan_do(x);
 }
 
+/* 1 if the plan's body leaves in pieces (?drip=, ?fault=truncate). */
+static int paced(const struct exchange *x)
+{
+    return x->plan.drip.chunks > 0 || x->plan.truncate;
+}
+
 /* The request no longer needs its worker of --workers: the next queued request gets it. */
 static void free_worker(struct exchange *x)
 {
@@ -358,7 +483,7 @@ void exchange_answer(struct exchange *x)
      * has written the response: a client that sends its next request as soon as it reads this
      * answer must find the worker free, not race the engine's end of the request. A paced body
      * keeps its worker until its last byte is handed over (exchange_body_take). */
-    if (!exchange_paced(x))
+    if (!paced(x))
         free_worker(x);
     x->answered = x->plan.status;
     x->state = EXCHANGE_ANSWERED;
@@ -373,14 +498,82 @@ void exchange_answer(struct exchange *x)
     }
 }
 
+/* The answer of plan p: status, headers and body as the plan says. */
+static void answer_plan(const struct plan *p, struct answer *a)
+{
+    a->status = p->status;
+    a->nheaders = 0;
+    answer_add_header(a, "Content-Type", p->content_type);
+    if (p->timing)
+        answer_add_header(a, "Server-Timing", p->timing);
+    if (p->allow)
+        answer_add_header(a, "Allow", p->allow);
+    for (size_t i = 0; i < p->nheaders; i++)
+        answer_add_header(a, p->headers[i].name, p->headers[i].value);
+    a->body = p->body;
+    a->body_len = p->body_len;
+    a->paced = p->drip.chunks > 0 || p->truncate;
+    a->close = p->close;
+    a->cached = -1;
+}
+
+/* The report of /stats or /metrics, made now; a 503 in its place when it cannot be made. */
+static void build_report(struct exchange *x)
+{
+    if (!x->built)
+        x->built = service_report(x->svc, x->plan.action);
+    if (x->built) {
+        x->plan.body = x->built;
+        x->plan.body_len = strlen(x->built);
+        return;
+    }
+    route_plan_error(&x->plan, 503, "out of memory: the report could not be made");
+    x->plan.close = 1;
+    x->stopped = 1;
+}
+
+void exchange_answer_of(struct exchange *x, struct answer *a)
+{
+    struct plan *p = &x->plan;
+    if (x->call && x->call->reply.status) {
+        const struct control_answer *r = &x->call->reply;
+        a->status = r->status;
+        a->nheaders = 0;
+        for (size_t i = 0; i < r->nheaders; i++)
+            answer_add_header(a, r->headers[i].name, r->headers[i].value);
+        a->body = r->body;
+        a->body_len = r->body ? r->body_len : 0;
+        a->paced = 0;
+        a->close = 1;
+        a->cached = -1;
+    } else {
+        if (p->action == PLAN_STATS || p->action == PLAN_METRICS)
+            build_report(x);
+        answer_plan(p, a);
+        if (p->cacheable && p->route && !p->close && p->generation == 1)
+            a->cached = (long)p->route_id;
+    }
+    if (a->close)
+        answer_add_header(a, "Connection", "close");
+    a->reason = answer_reason(a->status);
+    a->bodiless = answer_bodiless(a->status);
+}
+
+int exchange_cached_answer(const struct service *svc, size_t i, struct answer *a)
+{
+    struct plan p;
+    if (route_cached_plan(&svc->routes, i, &p) != 0)
+        return -1;
+    answer_plan(&p, a);
+    a->cached = (long)i;
+    a->reason = answer_reason(a->status);
+    a->bodiless = answer_bodiless(a->status);
+    return 0;
+}
+
 int exchange_has_answered(const struct exchange *x)
 {
     return x->answered != 0;
-}
-
-int exchange_paced(const struct exchange *x)
-{
-    return x->plan.drip.chunks > 0 || x->plan.truncate;
 }
 
 enum exchange_body exchange_body_next(const struct exchange *x, uint64_t now_us, uint64_t sent,
@@ -407,9 +600,10 @@ enum exchange_body exchange_body_next(const struct exchange *x, uint64_t now_us,
 }
 
 enum exchange_body exchange_body_take(struct exchange *x, uint64_t now_us, uint64_t sent,
-                                      size_t max, size_t *len, uint64_t *due_us)
+                                      size_t max, const char **bytes, size_t *len, uint64_t *due_us)
 {
     enum exchange_body b = exchange_body_next(x, now_us, sent, len, due_us);
+    *bytes = x->plan.body + sent;
     if (b == EXCHANGE_BODY_SEND && *len > max)
         *len = max;
     if (b == EXCHANGE_BODY_DONE || b == EXCHANGE_BODY_CUT ||
@@ -482,8 +676,19 @@ void exchange_end(struct exchange *x, struct timer_heap *h)
     stats_request_end(x->shard, x->plan.stats_id, x->answered);
     free(x->upload);
     x->upload = NULL;
+    free(x->built);
+    x->built = NULL;
+    if (x->call) {
+        free(x->call->target);
+        free(x->call->authorization);
+        free(x->call->origin);
+        free(x->call->body);
+        free(x->call->reply.body);
+        free(x->call);
+        x->call = NULL;
+    }
     /* Last: the plan's route, body and headers are the table's. */
-    if (x->svc)
+    if (x->svc && x->table)
         service_table_release(x->svc, x->table, stats_shard_index(x->shard));
     x->table = NULL;
 }

@@ -1,7 +1,8 @@
 /*
- * exchange: the life of one request, decided here for both engines. An engine embeds a struct
- * exchange in its per-request record, reports what happened, and carries out what the call
- * returns (an enum exchange_do); it never reads or writes the state itself.
+ * exchange: the life of one request, decided here for both engines. An engine keeps a struct
+ * exchange (opaque) beside its per-request record, reports what happened, and carries out what
+ * the call returns (an enum exchange_do), with the answer exchange_answer_of gives; it never
+ * reads or writes the state itself.
  *
  *   what happened                           call                    what it may return
  *   the request line and headers are in     exchange_on_head        READ, ANSWER, CLOSE
@@ -15,6 +16,7 @@
  *   its timer popped (or the server gives   exchange_on_timer       ANSWER, SEND, DROP, RESET,
  *     up on it)                                                     CLOSE
  *   a blocking model sleeps out the delay   exchange_sleep          ANSWER, RESET, CLOSE
+ *   it must answer (ANSWER)                 exchange_answer_of      (struct answer)
  *   the answer's head was queued            exchange_answer
  *   a paced body wants its next bytes       exchange_body_take      (enum exchange_body)
  *   the request is over                     exchange_end
@@ -42,6 +44,7 @@
 #include "run/service.h"
 #include "base/stats.h"
 #include "base/timer.h"
+#include "http/answer.h"
 #include "http/upload.h"
 
 /* What the engine does next. */
@@ -63,17 +66,6 @@ enum exchange_do {
     EXCHANGE_DO_DROP,     /* the client is gone: end the request, nothing to send */
 };
 
-/* The core's own: engines neither read nor write it. */
-enum exchange_state {
-    EXCHANGE_NEW = 0,  /* planned; the body, if any, is being read */
-    EXCHANGE_HOLDING,  /* told to hold; exchange_hold not called yet */
-    EXCHANGE_WAITING,  /* its timer is queued */
-    EXCHANGE_QUEUED,   /* waiting for a worker of --workers, until handed back */
-    EXCHANGE_DECIDED,  /* `next` says what comes */
-    EXCHANGE_ANSWERED, /* the answer's head is queued */
-    EXCHANGE_SENDING,  /* answered; its timer is queued for the next chunk of a paced body */
-};
-
 /* What comes next of a paced body (exchange_body_take). */
 enum exchange_body {
     EXCHANGE_BODY_SEND = 0, /* send the next bytes now */
@@ -82,55 +74,31 @@ enum exchange_body {
     EXCHANGE_BODY_CUT,      /* ?fault=truncate: close the connection here */
 };
 
-/* What the access log needs beyond the plan; allocated only while a log is open. */
-struct exchange_record {
-    char method[16];
-    char target[256];
-    char client[64];
-    uint64_t bytes_in;
-    uint64_t answered_us; /* when the answer was queued */
-};
+/* Opaque to engines: its fields are the core's (exchange_impl.h). An engine keeps one in its
+ * per-request record, in exchange_size() bytes aligned to EXCHANGE_ALIGN. */
+struct exchange;
 
-struct exchange {
-    struct timer_node timer; /* queued while EXCHANGE_WAITING or EXCHANGE_SENDING */
-    enum exchange_state state;
-    enum exchange_do next; /* what exchange_next returns once the body is in */
-    unsigned answered;     /* status of the queued answer, 0 if none */
-    /* Flags, a byte each: every waiting request carries this record. */
-    unsigned char overflow_reset; /* refused requests are reset, not answered 503 */
-    unsigned char refused;        /* refused by the worker pool */
-    unsigned char stopped;        /* answered a 503 of the core's ("server stopping", "too many
-                                     waiting requests") instead of its plan */
-    unsigned char refused_head;   /* the head failed head_check: answered at once, then closed */
-    unsigned char in_queue;       /* counted as queued for a worker (stats_queue_begin) */
-    unsigned char in_inbox;       /* handed back, in its loop's inbox (loop.h); under its lock */
-    struct stats_shard *shard;
-    struct service *svc;            /* whose stop makes every answer close its connection */
-    struct route_table *table;      /* the generation that planned it, held until _end */
-    struct upload *upload;          /* PLAN_UPLOAD only, between exchange_on_head and _end */
-    uint64_t decided_at;            /* upload bytes received when its answer was decided */
-    struct pool *pool;              /* the table's worker pool, or NULL */
-    struct pool_entry pe;           /* its place in the pool; pe.admit is the engine's hand-back */
-    uint64_t begun_us;              /* when the request came in (timer_now_us clock) */
-    uint64_t due_us;                /* when its delay was due, 0 if it had none */
-    uint64_t sent_us;               /* when its answer was queued (paced bodies start there) */
-    struct accesslog *access;       /* the table's access log, or NULL */
-    struct exchange_record *record; /* only with an access log */
-    struct plan plan;
-};
+#define EXCHANGE_ALIGN 16
 
-/* The head is in: plans the answer to rq through svc's routes, takes its worker pool and access
- * log from svc, and counts the request on shard sh (both must outlive the exchange); rq is only
- * read during the call. `admit` is the engine's hand-back
- * of a request parked for a worker: it is called later, from any thread with the pool's lock
- * held, and must only hand x back to its loop, which then calls exchange_next. A POST /write
- * starts counting its body here (its Content-Type and Content-Length, read through rq->lookup,
- * and --max-body). A head that fails head_check (rq->head) is answered at once with its 4xx or
- * 501 and Connection: close (the engine drops any body). Returns
- * READ; ANSWER when an upload's answer is known from its Content-Type and Content-Length alone
- * (415, 400, 413: the engine may answer before the body and drop it); CLOSE if out of memory. */
-enum exchange_do exchange_on_head(struct exchange *x, struct service *svc, struct stats_shard *sh,
-                                  const struct route_request *rq,
+/* Bytes an exchange takes. */
+size_t exchange_size(void);
+
+/* The engine's record x belongs to, as given to exchange_on_head. */
+void *exchange_owner(const struct exchange *x);
+
+/* The head is in: plans the answer to rq through svc's routes (rq->control: the control API,
+ * service.h), takes its worker pool and access log from svc, and counts the request on shard sh
+ * (both must outlive the exchange); rq is only read during the call; owner is the engine's
+ * record (exchange_owner). `admit` is the engine's hand-back of a request parked for a worker:
+ * it is called later, from any thread with the pool's lock held, and must only hand x back to
+ * its loop, which then calls exchange_next. A POST /write starts counting its body here (its
+ * Content-Type and Content-Length, read through rq->lookup, and --max-body). A head that fails
+ * head_check (rq->head) is answered at once with its 4xx or 501 and Connection: close (the
+ * engine drops any body). Returns READ; ANSWER when the answer is known from the head alone
+ * (an upload's 415, 400 or 413; the control API's 401, 403, 413 or a preflight: the engine may
+ * answer before the body and drop it); CLOSE if out of memory. */
+enum exchange_do exchange_on_head(struct exchange *x, void *owner, struct service *svc,
+                                  struct stats_shard *sh, const struct route_request *rq,
                                   void (*admit)(struct pool_entry *e));
 
 /* Most bytes an engine reads and drops after an upload error, before it gives up on the client
@@ -175,7 +143,18 @@ enum exchange_do exchange_on_timer(struct exchange *x, int peer_gone, int give_u
 enum exchange_do exchange_sleep(struct exchange *x, int (*sleep_fn)(void *arg, uint64_t delay_us),
                                 void *arg);
 
-/* The engine queued the plan's answer: records its service time and, for a delayed request, the
+/* After ANSWER: fills *a with the answer to send now, every part of it decided here
+ * (http/answer.h): the plan's, or the report (/stats, /metrics) or control API answer the core
+ * builds now, or a 503 "out of memory" in place of one it cannot build. *a points into x and the
+ * route table: valid until exchange_end. */
+void exchange_answer_of(struct exchange *x, struct answer *a);
+
+/* An engine that prebuilds one answer per route of the start table: fills *a with route i's
+ * default answer (what exchange_answer_of gives with a->cached == i). Returns 0, or -1 if the
+ * route has none fixed. Any thread, while svc lives. */
+int exchange_cached_answer(const struct service *svc, size_t i, struct answer *a);
+
+/* The engine queued the answer: records its service time and, for a delayed request, the
  * intended delay and how late the answer came after it was due. An answer sent whole frees its
  * worker of --workers here (the next queued request is admitted now); a paced one keeps it until
  * exchange_body_take hands over its last byte. */
@@ -184,22 +163,21 @@ void exchange_answer(struct exchange *x);
 /* Returns 1 once an answer's head was queued (exchange_answer): a fault or a stop then cuts the
  * answer short instead of replacing it. */
 int exchange_has_answered(const struct exchange *x);
-/* Returns 1 if the plan's body must be paced by exchange_body_take (?drip=, ?fault=truncate)
- * rather than sent whole. */
-int exchange_paced(const struct exchange *x);
 
-/* A paced body, of which `sent` bytes went out, at now_us: SEND with *len bytes from
- * plan.body + sent to send now; WAIT with *due_us when the next chunk is due; DONE; or CUT
+/* A paced body, of which `sent` bytes went out, at now_us: SEND with *len bytes from the
+ * answer's body + sent to send now; WAIT with *due_us when the next chunk is due; DONE; or CUT
  * (truncate: close the connection without the rest). The chunks of a drip go out one every
  * over_us / chunks after the answer was queued, so the last one leaves over_us after it. */
 enum exchange_body exchange_body_next(const struct exchange *x, uint64_t now_us, uint64_t sent,
                                       size_t *len, uint64_t *due_us);
 
-/* The engine's step through a paced body: exchange_body_next, with at most `max` bytes to SEND.
- * When the step hands over the body's last byte (a SEND up to its end, DONE, or CUT), x's worker
- * of --workers is free, as for an answer sent whole. */
+/* The engine's step through a paced body: exchange_body_next, with at most `max` bytes to SEND,
+ * found at *bytes (valid until exchange_end). When the step hands over the body's last byte (a
+ * SEND up to its end, DONE, or CUT), x's worker of --workers is free, as for an answer sent
+ * whole. */
 enum exchange_body exchange_body_take(struct exchange *x, uint64_t now_us, uint64_t sent,
-                                      size_t max, size_t *len, uint64_t *due_us);
+                                      size_t max, const char **bytes, size_t *len,
+                                      uint64_t *due_us);
 
 /* After a WAIT step of a paced body: queues x's timer in heap h for the next chunk, due at
  * due_us (h NULL: a blocking model sleeps until then and calls exchange_on_timer). Returns WAIT

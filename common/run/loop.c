@@ -1,4 +1,5 @@
 #include "run/loop.h"
+#include "run/exchange_impl.h"
 
 #include <errno.h>
 

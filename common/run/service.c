@@ -48,6 +48,7 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
     atomic_init(&s->changes, 0);
     s->scenario = NULL;
     s->report = NULL;
+    s->control = (struct service_control){0};
     s->main_port = 0;
     s->control_url[0] = '\0';
     s->users = NULL;

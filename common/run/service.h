@@ -27,6 +27,48 @@
  * with requests still in flight. */
 #define SERVICE_GENERATIONS 1024
 
+/* Largest request body the control API reads; control_handle answers 413 beyond it. */
+#define CONTROL_BODY_MAX (1024 * 1024)
+
+/* A request on the control listener, as the core read it (the control API, control/api.h,
+ * answers it; its types are here so that the exchange can carry them). */
+struct control_request {
+    const char *method; /* NUL-terminated */
+    const char *target; /* path and query as received */
+    size_t target_len;
+    const char *body; /* body_len bytes; NULL when body_len is 0, or when more than
+                         CONTROL_BODY_MAX came (control_handle answers 413) */
+    size_t body_len;
+    const char *authorization; /* the Authorization header's value, NULL if none */
+    size_t authorization_len;
+    const char *who;    /* the client's address, for the log line */
+    const char *origin; /* the Origin header's value (a browser's page), NULL if none */
+    size_t origin_len;
+};
+
+/* What to answer: status, JSON body (malloc'd, freed with free(); none for 204) and the headers
+ * (Content-Type, Allow, WWW-Authenticate, the CORS ones). */
+struct control_answer {
+    unsigned status;
+    char *body;
+    size_t body_len;
+    /* Every header of the answer, Content-Type included (none for a 204). */
+    struct config_header headers[8];
+    size_t nheaders;
+    /* Close the connection after this answer. The API answers one request a connection: a
+     * change is rare, and no client of it keeps a connection open beside the load. */
+    int close;
+    char origin[256]; /* storage for Access-Control-Allow-Origin */
+};
+
+/* The control API's entry points (control_hook), served through the exchange path on its own
+ * listener. */
+struct service_control {
+    void *ctx; /* NULL: no control API */
+    int (*check)(void *ctx, const struct control_request *rq, struct control_answer *out);
+    void (*handle)(void *ctx, const struct control_request *rq, struct control_answer *out);
+};
+
 struct service;
 
 /* The body of /stats or /metrics (report.h): malloc'd, or NULL if out of memory. */
@@ -52,11 +94,12 @@ struct service {
     const struct config *cfg;
     struct scenario *scenario; /* the config's scenario (scenario.h), for the reports; or NULL */
     service_report_fn report;  /* report_text (report.h), set by the program; NULL: no reports */
-    unsigned main_port;        /* the port served (service_set_endpoints) */
-    char control_url[300];     /* the control API's URL, "" when off */
-    char ui_csp[600];          /* the /ui page's Content-Security-Policy */
-    struct accesslog *access;  /* --access-log, or NULL when off */
-    int overflow_reset;        /* beyond a pool: reset instead of 503 */
+    struct service_control control; /* the control API (control_hook), set by the program */
+    unsigned main_port;             /* the port served (service_set_endpoints) */
+    char control_url[300];          /* the control API's URL, "" when off */
+    char ui_csp[600];               /* the /ui page's Content-Security-Policy */
+    struct accesslog *access;       /* --access-log, or NULL when off */
+    int overflow_reset;             /* beyond a pool: reset instead of 503 */
     struct stats *stats;
     uint64_t started_us;            /* timer_now_us clock */
     size_t max_connections;         /* --max-connections, over every loop */

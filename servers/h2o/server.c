@@ -36,7 +36,7 @@ static void h2s_server_free(struct app_server *srv);
 struct h2s_loop;
 
 struct h2s_request {
-    struct exchange x; /* first member: a popped timer node leads back to the request */
+    struct exchange *x; /* right after the record, in the same pool block (on_req) */
     h2o_req_t *req;
     struct h2s_loop *loop;
     h2o_generator_t gen;   /* a paced body (?drip=, ?fault=truncate) */
@@ -56,6 +56,7 @@ struct h2s_conn {
     unsigned answering;           /* answers handed to libh2o and not yet sent (send_plan) */
     unsigned active;              /* requests under way on it (on_req to on_dispose) */
     int h2;                       /* it carried an HTTP/2 request */
+    int control;                  /* it came on the control listener */
     size_t written;               /* sock->bytes_written when last seen moving */
     uint64_t still_since;         /* since when it has not moved while an answer waits */
 };
@@ -115,8 +116,7 @@ struct app_server {
     struct h2s_loop *loops;
     h2o_globalconf_t globalconf;
     SSL_CTX *ssl_ctx;
-    struct control *control; /* the control API's core, or NULL */
-    int control_fd;          /* its listening socket until loop 0 takes it */
+    int control_fd; /* its listening socket until loop 0 takes it */
     h2o_globalconf_t ctl_conf;
     atomic_int stopping;
     atomic_size_t ready; /* loops whose context and sockets are set up */
@@ -159,50 +159,39 @@ static void add_header(h2o_req_t *req, const char *name, const char *value)
     h2o_add_header_by_str(&req->pool, &req->res.headers, lower, n, 1, name, value, strlen(value));
 }
 
-static void start_answer(struct h2s_request *r, unsigned status, const char *content_type,
-                         size_t len)
+/* The answer's status and headers, as the core made them (exchange_answer_of). */
+static void start_answer(struct h2s_request *r, const struct answer *a)
 {
     h2o_req_t *req = r->req;
-    const struct plan *p = &r->x.plan;
-    req->res.status = (int)status;
-    req->res.reason = route_reason(status);
+    req->res.status = (int)a->status;
+    req->res.reason = a->reason;
     /* SIZE_MAX: libh2o then sends no content-length (and no chunked coding for these). */
-    req->res.content_length = route_status_bodiless(status) ? SIZE_MAX : len;
-    add_header(req, "Content-Type", content_type);
-    if (p->timing)
-        add_header(req, "Server-Timing", p->timing);
-    if (p->allow)
-        add_header(req, "Allow", p->allow);
-    for (size_t i = 0; i < p->nheaders; i++)
-        add_header(req, p->headers[i].name, p->headers[i].value);
-    /* --max-requests or the server stopping: HTTP/1 closes after this answer. */
-    if (p->close)
+    req->res.content_length = a->bodiless ? SIZE_MAX : a->body_len;
+    for (size_t i = 0; i < a->nheaders; i++)
+        if (strcasecmp(a->headers[i].name, "Connection") != 0)
+            add_header(req, a->headers[i].name, a->headers[i].value);
+    /* HTTP/1 closes after this answer (libh2o writes Connection: close itself). */
+    if (a->close)
         req->http1_is_persistent = 0;
-    exchange_answer(&r->x);
-}
-
-static void send_answer(struct h2s_request *r, unsigned status, const char *content_type,
-                        const char *body, size_t len)
-{
-    start_answer(r, status, content_type, len);
-    h2o_send_inline(r->req, body, len);
+    exchange_answer(r->x);
 }
 
 /* Hands libh2o the next bytes of a paced body, or queues the timer of the next chunk. Runs when
  * the answer starts, when libh2o has sent the previous bytes (proceed) and when the timer pops. */
 static void send_paced(struct h2s_request *r)
 {
-    const struct plan *p = &r->x.plan;
     size_t len;
     uint64_t due;
+    const char *bytes;
     h2o_iovec_t buf;
-    switch (exchange_body_take(&r->x, timer_now_us(), r->sent, SIZE_MAX, &len, &due)) {
+    switch (exchange_body_take(r->x, timer_now_us(), r->sent, SIZE_MAX, &bytes, &len, &due)) {
     case EXCHANGE_BODY_SEND:
-        buf = h2o_iovec_init(p->body + r->sent, len);
+        buf = h2o_iovec_init(bytes, len);
         r->sent += len;
         r->sending = 1;
         h2o_send(r->req, &buf, 1,
-                 r->sent == p->body_len ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
+                 r->sent == r->req->res.content_length ? H2O_SEND_STATE_FINAL
+                                                       : H2O_SEND_STATE_IN_PROGRESS);
         return;
     case EXCHANGE_BODY_DONE:
         h2o_send(r->req, NULL, 0, H2O_SEND_STATE_FINAL);
@@ -214,7 +203,7 @@ static void send_paced(struct h2s_request *r)
     case EXCHANGE_BODY_WAIT:
         break;
     }
-    if (loop_pace(&r->loop->core, &r->x, due) != EXCHANGE_DO_WAIT) {
+    if (loop_pace(&r->loop->core, r->x, due) != EXCHANGE_DO_WAIT) {
         h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
         return;
     }
@@ -236,7 +225,7 @@ static void on_paced_proceed(h2o_generator_t *gen, h2o_req_t *req)
     if (!r->sending)
         return;
     r->sending = 0;
-    if (exchange_next(&r->x) == EXCHANGE_DO_CLOSE) /* cut short while libh2o sent */
+    if (exchange_next(r->x) == EXCHANGE_DO_CLOSE) /* cut short while libh2o sent */
         h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
     else
         send_paced(r);
@@ -249,10 +238,17 @@ static void on_paced_stop(h2o_generator_t *gen, h2o_req_t *req)
     (void)req;
 }
 
-/* ?fault=close, ?fault=reset and --overflow reset: libh2o 2.2.5 has no call to drop a
- * connection from a handler, so the socket is broken under it: shut down (the client reads an
- * end of stream) or reset (net_reset). The answer then sent fails to write, and libh2o closes
- * the connection itself. HTTP/2: every stream of the connection ends with it. */
+static void on_whole_proceed(h2o_generator_t *gen, h2o_req_t *req)
+{
+    (void)gen;
+    (void)req;
+}
+
+/* ?fault=close, ?fault=reset, --overflow reset and a client gone: libh2o 2.2.5 has no call to
+ * drop a connection from a handler, so the socket is broken under it, shut down (the client
+ * reads an end of stream) or reset (net_reset), and the request ends in error before its head:
+ * HTTP/1 closes the connection, HTTP/2 resets the stream (and every stream of the connection
+ * ends with it). */
 static void break_connection(struct h2s_request *r, int rst)
 {
     h2o_req_t *req = r->req;
@@ -265,57 +261,37 @@ static void break_connection(struct h2s_request *r, int rst)
         else
             shutdown(fd, SHUT_RDWR);
     }
+    /* libh2o cannot end a request before its head; this one is never written, as the socket
+     * under it is broken already. */
+    req->res.status = 500;
     req->http1_is_persistent = 0;
-    h2o_send_error_503(req, "Service Unavailable", "", 0);
-}
-
-static void on_whole_proceed(h2o_generator_t *gen, h2o_req_t *req)
-{
-    (void)gen;
-    (void)req;
-}
-
-/* The plan's body as it is, not copied (h2o_send_inline copies it into the request's pool): it
- * lives as long as the request, and a client that stops reading, or an HTTP/2 stream whose
- * window stays shut, then holds no copy of a large ?size= body. */
-static void send_plan(struct h2s_request *r)
-{
-    const struct plan *p = &r->x.plan;
-    start_answer(r, p->status, p->content_type, p->body_len);
-    h2o_iovec_t buf = h2o_iovec_init(p->body, p->body_len);
-    if ((r->conn = conn_of(r->req)) != NULL)
-        r->conn->answering++;
     r->gen.proceed = on_whole_proceed;
     r->gen.stop = on_paced_stop;
-    h2o_start_response(r->req, &r->gen);
-    /* HEAD: the head alone (h2o_send, unlike h2o_send_inline, would send the body too). */
-    int head = h2o_memis(r->req->method.base, r->req->method.len, H2O_STRLIT("HEAD"));
-    h2o_send(r->req, &buf, p->body_len && !head ? 1 : 0, H2O_SEND_STATE_FINAL);
+    h2o_start_response(req, &r->gen);
+    h2o_send(req, NULL, 0, H2O_SEND_STATE_ERROR);
 }
 
+/* The body as it is, not copied (h2o_send_inline copies it into the request's pool): it lives
+ * as long as the request, and a client that stops reading, or an HTTP/2 stream whose window
+ * stays shut, then holds no copy of a large ?size= body. A paced one leaves by send_paced. */
 static void respond(struct h2s_request *r)
 {
-    const struct plan *p = &r->x.plan;
-    if (exchange_paced(&r->x)) {
-        start_answer(r, p->status, p->content_type, p->body_len);
-        r->gen.proceed = on_paced_proceed;
-        r->gen.stop = on_paced_stop;
-        h2o_start_response(r->req, &r->gen);
+    struct answer a;
+    exchange_answer_of(r->x, &a);
+    start_answer(r, &a);
+    r->gen.proceed = a.paced ? on_paced_proceed : on_whole_proceed;
+    r->gen.stop = on_paced_stop;
+    if (!a.paced && (r->conn = conn_of(r->req)) != NULL)
+        r->conn->answering++;
+    h2o_start_response(r->req, &r->gen);
+    if (a.paced) {
         send_paced(r);
         return;
     }
-    if (p->action == PLAN_STATS || p->action == PLAN_METRICS) {
-        struct app_server *srv = r->loop->srv;
-        char *text = service_report(srv->svc, p->action);
-        if (text) {
-            send_answer(r, 200, p->content_type, text, strlen(text));
-            free(text);
-            return;
-        }
-        h2o_send_error_503(r->req, "Service Unavailable", "out of memory", 0);
-        return;
-    }
-    send_plan(r);
+    /* HEAD: the head alone (h2o_send, unlike h2o_send_inline, would send the body too). */
+    int head = h2o_memis(r->req->method.base, r->req->method.len, H2O_STRLIT("HEAD"));
+    h2o_iovec_t buf = h2o_iovec_init(a.body, a.body_len);
+    h2o_send(r->req, &buf, a.body_len && !head ? 1 : 0, H2O_SEND_STATE_FINAL);
 }
 
 /* Runs as libh2o clears the request's pool, before its chunks go: p is the shared handle that
@@ -326,7 +302,7 @@ static void on_dispose(void *p)
     struct h2s_loop *loop = r->loop;
     /* Out of the pool, the heap and the inbox: once this has returned, no thread can hand r
      * back. */
-    loop_end(&loop->core, &r->x);
+    loop_end(&loop->core, r->x);
     loop->active--;
     /* Before its connection's on_conn_close: libh2o disposes a connection's requests first. */
     if (r->conn)
@@ -405,7 +381,7 @@ static void act(struct h2s_request *r, enum exchange_do d)
 {
     switch (d) {
     case EXCHANGE_DO_HOLD: /* nothing to suspend: a handler that returned is left waiting */
-        act(r, loop_hold(&r->loop->core, &r->x));
+        act(r, loop_hold(&r->loop->core, r->x));
         return;
     case EXCHANGE_DO_ANSWER:
         respond(r);
@@ -416,14 +392,13 @@ static void act(struct h2s_request *r, enum exchange_do d)
         return;
     case EXCHANGE_DO_RESET:
     case EXCHANGE_DO_CLOSE:
-        if (!exchange_has_answered(&r->x))
+        if (!exchange_has_answered(r->x))
             break_connection(r, d == EXCHANGE_DO_RESET);
         else if (!r->sending) /* a paced body cut short; else proceed cuts it */
             h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
         return;
-    case EXCHANGE_DO_DROP:
-        /* The HTTP/1 client is gone: libh2o ends the request when this fails to write. */
-        h2o_send_error_503(r->req, "Service Unavailable", "client gone", 0);
+    case EXCHANGE_DO_DROP: /* the HTTP/1 client is gone: its connection closes */
+        break_connection(r, 0);
         return;
     case EXCHANGE_DO_WAIT: /* its timer is queued (loop.c called earliest if it is first) */
     case EXCHANGE_DO_READ:
@@ -437,14 +412,14 @@ static void act(struct h2s_request *r, enum exchange_do d)
  * thread, under the pool's lock. */
 static void on_admit(struct pool_entry *e)
 {
-    struct h2s_request *r = (struct h2s_request *)(void *)exchange_of_entry(e);
-    loop_inbox_put(&r->loop->core, &r->x);
+    struct h2s_request *r = exchange_owner(exchange_of_entry(e));
+    loop_inbox_put(&r->loop->core, r->x);
 }
 
 /* The core loop's backend (loop.h). */
 static int carry(void *ctx, struct exchange *x, enum exchange_do d)
 {
-    struct h2s_request *r = (struct h2s_request *)(void *)x;
+    struct h2s_request *r = exchange_owner(x);
     (void)ctx;
     /* libh2o sends an HTTP/2 answer when the turn ends, an HTTP/1 answer as it is made. */
     int deferred = r->req->version >= 0x200;
@@ -455,14 +430,14 @@ static int carry(void *ctx, struct exchange *x, enum exchange_do d)
 static int peer_gone(void *ctx, struct exchange *x)
 {
     (void)ctx;
-    return client_gone(((struct h2s_request *)(void *)x)->req);
+    return client_gone(((struct h2s_request *)exchange_owner(x))->req);
 }
 
 /* A request has waited its delay, so its record and libh2o's request are out of the cache: the
  * next answer's pool, the one after's libh2o request, the third's record. */
 static void prefetch(void *ctx, struct exchange *x, unsigned ahead)
 {
-    struct h2s_request *r = (struct h2s_request *)(void *)x;
+    struct h2s_request *r = exchange_owner(x);
     (void)ctx;
     if (ahead == 1) {
         if (r->req)
@@ -473,7 +448,7 @@ static void prefetch(void *ctx, struct exchange *x, unsigned ahead)
             __builtin_prefetch(req + off);
     } else {
         __builtin_prefetch(&r->req);
-        __builtin_prefetch(&r->x.plan);
+        __builtin_prefetch(r->x);
     }
 }
 
@@ -623,13 +598,12 @@ static const struct head *raw_head(h2o_req_t *req, struct head *h, struct head_f
     return h;
 }
 
-static int on_req(h2o_handler_t *self, h2o_req_t *req)
+/* A request of loop's main listener or (control) of its control listener, read whole by libh2o:
+ * the core plans and answers it (exchange.h). */
+static int begin_request(struct h2s_loop *loop, h2o_req_t *req, int control)
 {
-    struct h2s_loop *loop =
-        (struct h2s_loop *)(void *)((char *)req->conn->ctx - offsetof(struct h2s_loop, ctx));
     char method[32];
     size_t mlen = req->method.len < sizeof method - 1 ? req->method.len : sizeof method - 1;
-    (void)self;
 
     /* Due requests are answered at the end of the turn (on_fire), never from here: answering
      * them while arrivals are read ties the two together, so that one second's answers and the
@@ -637,13 +611,16 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
      * HTTP/1.1 connections that kept 0.8 of ideal with 200 ms of lateness (doc/benchmarks.md). */
     memcpy(method, req->method.base, mlen);
     method[mlen] = '\0';
-    /* The record lives in the request's pool, whose first chunk (4 KiB) every request has and
-     * little of which libh2o fills; a small shared handle brings on_dispose. A record of its own
-     * (malloc) cost 0.6 KiB more a waiting request. */
-    struct h2s_request *r = h2o_mem_alloc_pool(&req->pool, sizeof *r);
+    /* The record and its exchange live in the request's pool, whose first chunk (4 KiB) every
+     * request has and little of which libh2o fills; a small shared handle brings on_dispose. A
+     * record of its own (malloc) cost 0.6 KiB more a waiting request. */
+    size_t rsize =
+        (sizeof(struct h2s_request) + EXCHANGE_ALIGN - 1) / EXCHANGE_ALIGN * EXCHANGE_ALIGN;
+    struct h2s_request *r = h2o_mem_alloc_pool(&req->pool, rsize + exchange_size());
     struct h2s_request **handle = h2o_mem_alloc_shared(&req->pool, sizeof *handle, on_dispose);
     *handle = r;
     memset(r, 0, sizeof *r);
+    r->x = (struct exchange *)(void *)((char *)r + rsize);
     r->req = req;
     r->loop = loop;
     if ((r->on = conn_of(req)) != NULL) {
@@ -667,14 +644,15 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
                                .peer = plen ? (struct sockaddr *)&peer : NULL,
                                .header_bytes = header_bytes(req),
                                .last = last_request(req, loop->srv->svc),
-                               .head = raw_head(req, &head, fields)};
-    enum exchange_do d = exchange_on_head(&r->x, loop->srv->svc, loop->shard, &in, on_admit);
+                               .head = raw_head(req, &head, fields),
+                               .control = control};
+    enum exchange_do d = exchange_on_head(r->x, r, loop->srv->svc, loop->shard, &in, on_admit);
     loop->active++;
     /* libh2o has read the whole body already. */
     if (d == EXCHANGE_DO_READ && req->entity.base)
-        d = exchange_on_body(&r->x, req->entity.base, req->entity.len);
+        d = exchange_on_body(r->x, req->entity.base, req->entity.len);
     if (d == EXCHANGE_DO_READ || d == EXCHANGE_DO_ANSWER)
-        d = exchange_next(&r->x);
+        d = exchange_next(r->x);
     /* A request about to wait keeps only what its pool holds, not libh2o's 4 KiB chunk: nothing
      * but the request, its pool and the handle point into the pool yet (pool_fit.h). */
     if (d == EXCHANGE_DO_HOLD)
@@ -682,6 +660,22 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     act(r, d);
     want_fire(loop);
     return 0;
+}
+
+static int on_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    (void)self;
+    return begin_request(
+        (struct h2s_loop *)(void *)((char *)req->conn->ctx - offsetof(struct h2s_loop, ctx)), req,
+        0);
+}
+
+static int on_control_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    (void)self;
+    return begin_request(
+        (struct h2s_loop *)(void *)((char *)req->conn->ctx - offsetof(struct h2s_loop, ctl_ctx)),
+        req, 1);
 }
 
 static void on_accept(h2o_socket_t *listener, const char *err);
@@ -859,45 +853,6 @@ static void teardown(struct h2s_loop *loop)
         free(h2o_mem_alloc_recycle(cache, 0));
 }
 
-/* A request on the control listener: the core answers it (control_handle). libh2o has read
- * the whole body. */
-static int on_control_req(h2o_handler_t *self, h2o_req_t *req)
-{
-    struct h2s_loop *loop =
-        (struct h2s_loop *)(void *)((char *)req->conn->ctx - offsetof(struct h2s_loop, ctl_ctx));
-    char method[32], who[64];
-    size_t mlen = req->method.len < sizeof method - 1 ? req->method.len : sizeof method - 1;
-    (void)self;
-    memcpy(method, req->method.base, mlen);
-    method[mlen] = '\0';
-    struct sockaddr_storage peer;
-    socklen_t plen = req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&peer);
-    net_format_peer(plen ? (struct sockaddr *)&peer : NULL, who, sizeof who);
-    ssize_t at = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
-    ssize_t og = h2o_find_header_by_str(&req->headers, H2O_STRLIT("origin"), -1);
-    struct control_request rq = {method,
-                                 req->path.base,
-                                 req->path.len,
-                                 req->entity.base,
-                                 req->entity.base ? req->entity.len : 0,
-                                 at >= 0 ? req->headers.entries[at].value.base : NULL,
-                                 at >= 0 ? req->headers.entries[at].value.len : 0,
-                                 who,
-                                 og >= 0 ? req->headers.entries[og].value.base : NULL,
-                                 og >= 0 ? req->headers.entries[og].value.len : 0};
-    struct control_answer a;
-    control_handle(loop->srv->control, &rq, &a);
-    req->res.status = (int)a.status;
-    req->res.reason = route_reason(a.status);
-    req->res.content_length = route_status_bodiless(a.status) ? SIZE_MAX : a.body_len;
-    req->http1_is_persistent = !a.close;
-    for (size_t i = 0; i < a.nheaders; i++)
-        add_header(req, a.headers[i].name, a.headers[i].value);
-    h2o_send_inline(req, a.body, a.body_len);
-    control_answer_free(&a);
-    return 0;
-}
-
 static void on_control_accept(h2o_socket_t *listener, const char *err)
 {
     struct h2s_loop *loop = listener->data;
@@ -1028,40 +983,40 @@ static int setup_tls(struct app_server *srv, char *err)
     return 0;
 }
 
-static int setup_globalconf(struct app_server *srv, char *err)
+/* One listener's libh2o configuration: its body limit, the timeouts of the options, one handler. */
+static void configure(h2o_globalconf_t *g, const struct config *cfg, uint64_t max_body,
+                      int (*on)(h2o_handler_t *, h2o_req_t *))
 {
-    h2o_globalconf_t *g = &srv->globalconf;
-    if (!pool_fit_init())
-        LOG(srv->log, LOG_LEVEL_INFO, "%s",
-            "libh2o's pool layout is not 2.2.5's: waiting requests keep their 4 KiB chunk");
     h2o_config_init(g);
     g->server_name = h2o_iovec_init(H2O_STRLIT(""));
-    g->max_request_entity_size = srv->cfg->max_body;
+    g->max_request_entity_size = max_body;
     /* libh2o 2.2.5 has one clock for an HTTP/1 request: from the connection's opening or the
      * previous answer to the request's last byte (headers, then body), so it serves as both
      * --header-timeout and --idle-timeout: the shorter of the two (0 is never), so that neither
      * bound is ever exceeded. HTTP/2 has an idle timeout of its own. */
-    uint64_t ht = srv->cfg->header_timeout_us, it = srv->cfg->idle_timeout_us;
+    uint64_t ht = cfg->header_timeout_us, it = cfg->idle_timeout_us;
     uint64_t h1 = !ht ? it : !it ? ht : ht < it ? ht : it;
     g->http1.req_timeout = h1 ? h1 / 1000 : UINT32_MAX;
-    g->http2.idle_timeout =
-        srv->cfg->idle_timeout_us ? srv->cfg->idle_timeout_us / 1000 : UINT32_MAX;
+    g->http2.idle_timeout = it ? it / 1000 : UINT32_MAX;
     /* The TLS handshake counts in --header-timeout (libh2o's own default is 10 s), as the
      * first request's head is due from the connection's opening on slowsrv too. */
     g->handshake_timeout = ht ? ht / 1000 : UINT32_MAX;
     h2o_hostconf_t *host =
         h2o_config_register_host(g, h2o_iovec_init(H2O_STRLIT("default")), 65535);
-    h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
-    h2o_handler_t *handler = h2o_create_handler(path, sizeof *handler);
-    handler->on_req = on_req;
-    /* The control API (--control) has a host of its own, on its own listener. */
-    h2o_config_init(&srv->ctl_conf);
-    srv->ctl_conf.server_name = h2o_iovec_init(H2O_STRLIT(""));
-    srv->ctl_conf.max_request_entity_size = 2 * CONTROL_BODY_MAX; /* beyond 1 MiB: our 413 */
-    h2o_hostconf_t *chost =
-        h2o_config_register_host(&srv->ctl_conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
-    h2o_handler_t *ch = h2o_create_handler(h2o_config_register_path(chost, "/", 0), sizeof *ch);
-    ch->on_req = on_control_req;
+    h2o_handler_t *handler =
+        h2o_create_handler(h2o_config_register_path(host, "/", 0), sizeof *handler);
+    handler->on_req = on;
+}
+
+static int setup_globalconf(struct app_server *srv, char *err)
+{
+    if (!pool_fit_init())
+        LOG(srv->log, LOG_LEVEL_INFO, "%s",
+            "libh2o's pool layout is not 2.2.5's: waiting requests keep their 4 KiB chunk");
+    configure(&srv->globalconf, srv->cfg, srv->cfg->max_body, on_req);
+    /* The control API (--control) has a host of its own, on its own listener: a body over its
+     * limit gets libh2o's 413 from the head, before any of it is read. */
+    configure(&srv->ctl_conf, srv->cfg, CONTROL_BODY_MAX, on_control_req);
     /* The spool template is a libh2o global: set it before any loop runs. */
     char *tmpl = h2o_socket_buffer_mmap_settings.fn_template;
     size_t room = sizeof h2o_socket_buffer_mmap_settings.fn_template;
@@ -1102,7 +1057,6 @@ static int h2s_server_start(struct app_server *srv, struct app_base *base, char 
     const struct config *cfg = srv->cfg;
     int rc = 0;
     srv->svc = base->svc;
-    srv->control = base->control;
     srv->control_fd = base->control_fd;
     base->control_fd = -1; /* loop 0 takes it */
     if (!(srv->loops = calloc(base->nloops, sizeof *srv->loops))) {

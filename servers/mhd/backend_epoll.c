@@ -50,7 +50,8 @@ static int loop_epoll_init(struct mhd_loop *loop, char *err)
 {
     loop->ep_fd = epoll_create1(EPOLL_CLOEXEC);
     if (loop->ep_fd < 0 || loop_watch(loop, loop->wake_fd, loop->nshards) != 0 ||
-        loop_watch(loop, loop->listen_fd, loop->nshards + 1) != 0) {
+        loop_watch(loop, loop->listen_fd, loop->nshards + 1) != 0 ||
+        (loop->control_fd >= 0 && loop_watch(loop, loop->control_fd, loop->nshards + 2) != 0)) {
         snprintf(err, CORE_ERR_LEN, "epoll: %s", strerror(errno));
         return -EMFILE;
     }
@@ -86,7 +87,7 @@ static struct mhd_shard *place(struct mhd_loop *loop)
  * while (mhd_accept_some). */
 static void accept_some(struct mhd_loop *loop, uint64_t now)
 {
-    uint64_t rest = mhd_accept_some(loop, now, place);
+    uint64_t rest = mhd_accept_some(loop, loop->listen_fd, now, place);
     if (rest) {
         epoll_ctl(loop->ep_fd, EPOLL_CTL_DEL, loop->listen_fd, NULL);
         loop->accept_paused_until = now + rest;
@@ -170,7 +171,9 @@ static int wait_events(int ep_fd, struct epoll_event *ev, int max, uint64_t wait
 /* epoll model: waits up to wait_us for the shards' sockets, libmicrohttpd's earliest timeout, a
  * new connection or a wake-up, then runs the shards that have something to do. The loop's epoll
  * set holds each daemon's epoll fd (readable while it has events; never epoll_wait()ed here,
- * which would take MHD's edge-triggered events), the wake-up eventfd and the listening socket. */
+ * which would take MHD's edge-triggered events), the wake-up eventfd, the listening socket and
+ * the control listener (loop 0), keyed by number, and the connections watched for their peer's
+ * shutdown, keyed by their record. */
 static void run_epoll(struct mhd_loop *loop, uint64_t wait_us)
 {
     struct epoll_event ev[MAX_SHARDS + 2];
@@ -199,8 +202,10 @@ static void run_epoll(struct mhd_loop *loop, uint64_t wait_us)
     now = timer_now_us();
     for (int i = 0; i < n; i++) {
         uint64_t k = ev[i].data.u64;
-        if (k > loop->nshards + 1)
+        if (k > loop->nshards + 2)
             peer_shut(loop, ev[i].data.ptr);
+        else if (k == loop->nshards + 2)
+            mhd_accept_some(loop, loop->control_fd, now, place);
         else if (k < loop->nshards)
             atomic_store_explicit(&loop->shards[k].due, 1, memory_order_relaxed);
         else if (k == loop->nshards)
@@ -224,6 +229,7 @@ static void quiesce_epoll(struct mhd_loop *loop)
         close(loop->listen_fd);
     }
     loop->listen_fd = -1;
+    net_close(&loop->control_fd);
 }
 
 /* The loop accepts and hands connections over (MHD_add_connection). */

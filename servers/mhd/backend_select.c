@@ -12,6 +12,7 @@
 static void quiesce_select(struct mhd_loop *loop)
 {
     net_close(&loop->listen_fd);
+    net_close(&loop->control_fd);
 }
 
 /* select model (one shard): waits up to wait_us for MHD's sockets or a wake-up, then lets MHD
@@ -45,6 +46,10 @@ static void run_select(struct mhd_loop *loop, uint64_t wait_us)
         FD_SET(loop->listen_fd, &rs);
         if (loop->listen_fd > max)
             max = loop->listen_fd;
+        if (loop->control_fd >= 0) {
+            FD_SET(loop->control_fd, &rs);
+            max = loop->control_fd > max ? loop->control_fd : max;
+        }
     } else if (loop->listen_fd >= 0 && loop->accept_paused_until - now < wait_us) {
         wait_us = loop->accept_paused_until - now;
     }
@@ -57,9 +62,12 @@ static void run_select(struct mhd_loop *loop, uint64_t wait_us)
     int woken = FD_ISSET(loop->wake_fd, &rs);
     if (woken)
         mhd_drain_wake(loop);
-    if (listening && FD_ISSET(loop->listen_fd, &rs)) {
-        FD_CLR(loop->listen_fd, &rs);
-        uint64_t rest = mhd_accept_some(loop, now, NULL);
+    for (int i = 0; listening && i < 2; i++) {
+        int fd = i ? loop->control_fd : loop->listen_fd;
+        if (fd < 0 || !FD_ISSET(fd, &rs))
+            continue;
+        FD_CLR(fd, &rs);
+        uint64_t rest = mhd_accept_some(loop, fd, now, NULL);
         if (rest)
             loop->accept_paused_until = now + rest;
     }

@@ -44,18 +44,18 @@ static void tpc_admit(struct request *rq)
 static enum MHD_Result tpc_hold(struct request *rq, mhd_act_fn act)
 {
     struct app_server *srv = rq->shard->loop->srv;
-    enum exchange_do d = exchange_hold(&rq->x, NULL);
+    enum exchange_do d = exchange_hold(rq->x, NULL);
     if (d == EXCHANGE_DO_PARK) {
         pthread_mutex_lock(&srv->sleep_lock);
         while (!rq->woken) /* handed back, or flushed when the server stops */
             pthread_cond_wait(&srv->sleep_cond, &srv->sleep_lock);
         pthread_mutex_unlock(&srv->sleep_lock);
-        d = exchange_next(&rq->x);
+        d = exchange_next(rq->x);
         if (d == EXCHANGE_DO_HOLD)
-            d = exchange_hold(&rq->x, NULL);
+            d = exchange_hold(rq->x, NULL);
     }
     if (d == EXCHANGE_DO_WAIT)
-        d = exchange_sleep(&rq->x, tpc_sleep, srv);
+        d = exchange_sleep(rq->x, tpc_sleep, srv);
     return act(rq, d);
 }
 
@@ -63,8 +63,8 @@ static enum MHD_Result tpc_hold(struct request *rq, mhd_act_fn act)
  * again. */
 static int tpc_pace(struct request *rq, uint64_t due_us, uint64_t now_us)
 {
-    exchange_pace(&rq->x, NULL, due_us);
-    exchange_on_timer(&rq->x, 0, tpc_sleep(rq->shard->loop->srv, due_us - now_us));
+    exchange_pace(rq->x, NULL, due_us);
+    exchange_on_timer(rq->x, 0, tpc_sleep(rq->shard->loop->srv, due_us - now_us));
     return 1;
 }
 

@@ -43,6 +43,7 @@ void mhd_on_connection(void *cls, struct MHD_Connection *conn, void **socket_con
         if (!ci || !(w = calloc(1, sizeof *w)))
             return;
         w->fd = ci->connect_fd;
+        w->control = loop->srv->control_port && net_local_port(w->fd) == loop->srv->control_port;
         w->conn = conn;
         w->shard = shard;
         /* The first request's headers are due from the connection's opening, as in nginx. */
@@ -141,7 +142,7 @@ enum mhd_accepted {
     MHD_ACCEPTED_STARVED, /* out of descriptors */
 };
 
-static enum mhd_accepted accept_one(struct mhd_loop *loop, uint64_t now,
+static enum mhd_accepted accept_one(struct mhd_loop *loop, int lfd, uint64_t now,
                                     struct mhd_shard *(*place)(struct mhd_loop *loop))
 {
     struct service *svc = loop->srv->svc;
@@ -150,7 +151,7 @@ static enum mhd_accepted accept_one(struct mhd_loop *loop, uint64_t now,
     char msg[160];
     if (service_conn_reserve(svc) != 0)
         return MHD_ACCEPTED_LIMIT;
-    int fd = accept4(loop->listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    int fd = accept4(lfd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
         int e = errno;
         service_conn_closed(svc);
@@ -168,11 +169,11 @@ static enum mhd_accepted accept_one(struct mhd_loop *loop, uint64_t now,
     return MHD_ACCEPTED_ONE;
 }
 
-uint64_t mhd_accept_some(struct mhd_loop *loop, uint64_t now,
+uint64_t mhd_accept_some(struct mhd_loop *loop, int fd, uint64_t now,
                          struct mhd_shard *(*place)(struct mhd_loop *loop))
 {
     for (int n = 0; n < NET_ACCEPT_BATCH; n++) {
-        switch (accept_one(loop, now, place)) {
+        switch (accept_one(loop, fd, now, place)) {
         case MHD_ACCEPTED_ONE:
             continue;
         case MHD_ACCEPTED_NONE:
@@ -193,10 +194,16 @@ static void *accept_main(void *arg)
     struct mhd_loop *loop = arg;
     struct app_server *srv = loop->srv;
     while (!atomic_load_explicit(&srv->stopping, memory_order_acquire)) {
-        struct pollfd p = {.fd = loop->listen_fd, .events = POLLIN};
-        if (poll(&p, 1, 50) <= 0)
+        struct pollfd p[2] = {{.fd = loop->listen_fd, .events = POLLIN},
+                              {.fd = loop->control_fd, .events = POLLIN}};
+        if (poll(p, loop->control_fd >= 0 ? 2 : 1, 50) <= 0)
             continue;
-        uint64_t rest = mhd_accept_some(loop, timer_now_us(), NULL);
+        uint64_t rest = 0;
+        for (int i = 0; i < 2; i++) {
+            uint64_t r =
+                p[i].revents & POLLIN ? mhd_accept_some(loop, p[i].fd, timer_now_us(), NULL) : 0;
+            rest = r > rest ? r : rest;
+        }
         if (rest) {
             struct timespec ts = {0, (long)rest * 1000};
             nanosleep(&ts, NULL);
@@ -223,4 +230,5 @@ void mhd_accept_quiesce(struct mhd_loop *loop)
         pthread_join(loop->accept_thread, NULL);
     loop->accept_started = 0;
     net_close(&loop->listen_fd);
+    net_close(&loop->control_fd);
 }

@@ -45,7 +45,7 @@ enum MHD_Result mhd_loop_hold(struct request *rq, mhd_act_fn act)
     struct mhd_loop *loop = rq->shard->loop;
     (void)act;
     MHD_suspend_connection(rq->conn);
-    enum exchange_do d = loop_hold(&loop->core, &rq->x);
+    enum exchange_do d = loop_hold(&loop->core, rq->x);
     if (d != EXCHANGE_DO_WAIT && d != EXCHANGE_DO_PARK)
         mhd_resume(rq);
     return MHD_YES;
@@ -58,7 +58,7 @@ int mhd_loop_pace(struct request *rq, uint64_t due_us, uint64_t now_us)
     struct mhd_loop *loop = rq->shard->loop;
     (void)now_us;
     MHD_suspend_connection(rq->conn);
-    enum exchange_do d = loop_pace(&loop->core, &rq->x, due_us);
+    enum exchange_do d = loop_pace(&loop->core, rq->x, due_us);
     if (d != EXCHANGE_DO_WAIT)
         mhd_resume(rq); /* CLOSE: the reader then ends the body with an error */
     return 0;
@@ -71,7 +71,7 @@ static int carry(void *ctx, struct exchange *x, enum exchange_do d)
 {
     (void)ctx;
     (void)d;
-    mhd_resume((struct request *)(void *)x);
+    mhd_resume(exchange_owner(x));
     return 0;
 }
 
@@ -79,7 +79,7 @@ static int carry(void *ctx, struct exchange *x, enum exchange_do d)
  * it is counted as a cancel and its connection closed without an answer. */
 static int peer_gone(void *ctx, struct exchange *x)
 {
-    struct request *rq = (struct request *)(void *)x;
+    struct request *rq = exchange_owner(x);
     (void)ctx;
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);

@@ -54,7 +54,7 @@ struct mhd_shard {
 };
 
 struct request {
-    struct exchange x; /* first member: a popped timer node leads back to the request */
+    struct exchange *x; /* right after the record, in the same block (request.c) */
     struct MHD_Connection *conn;
     struct mhd_shard *shard; /* the daemon of the connection, and through it the loop */
     int started;             /* exchange_on_head ran */
@@ -73,6 +73,7 @@ struct request {
 struct conn_watch {
     struct conn_watch *prev, *next;
     int fd;
+    int control;               /* it came on the control listener */
     _Atomic uint64_t deadline; /* headers due by then (timer_now_us); 0 while none are read */
     unsigned requests;         /* begun on this connection */
     size_t target_bytes;       /* the current request's target, query included */
@@ -86,9 +87,10 @@ struct mhd_loop {
     size_t index;
     struct mhd_shard *shards; /* one unless the epoll model */
     size_t nshards;
-    size_t used;   /* shards whose daemon runs: shards[0..used) */
-    int listen_fd; /* given to the daemon, except in the epoll model where the loop accepts */
-    int ep_fd;     /* epoll model: the shards' epoll fds, wake_fd and listen_fd */
+    size_t used;    /* shards whose daemon runs: shards[0..used) */
+    int listen_fd;  /* the loop accepts on it (mhd_accept_some) */
+    int control_fd; /* loop 0: the control listener (--control), or -1; accepted the same way */
+    int ep_fd;      /* epoll model: the shards' epoll fds, wake_fd and listen_fd */
     uint64_t accept_paused_until; /* epoll, select: at the limit or out of descriptors, the
                                      listening socket is left alone until then */
     /* epoll model: half-closed connections waiting to have their end of stream read
@@ -138,13 +140,8 @@ struct app_server {
     int hard_stop;
     char *tls_cert; /* PEM text, when serving HTTPS */
     char *tls_key;
-    struct control *control;           /* the control API's core (--control), or NULL */
-    struct MHD_Daemon *control_daemon; /* its daemon (control_api.c) */
+    unsigned control_port; /* the control listener's port (--control), 0 when off */
 };
-
-/* control_api.c: serves the control API on base->control_fd (taking it), if any. */
-int mhd_control_start(struct app_server *srv, struct app_base *base, char *err, size_t errlen);
-void mhd_control_stop(struct app_server *srv);
 
 /* request.c's carrying out of a core action, for a backend that holds a request in its thread. */
 typedef enum MHD_Result (*mhd_act_fn)(struct request *rq, enum exchange_do d);
@@ -181,11 +178,11 @@ int mhd_start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err);
 /* select, poll and thread-per-connection: the loop's one daemon. */
 int mhd_open_daemon(struct mhd_loop *loop, char *err);
 
-/* Accepts what is pending on loop->listen_fd (a bounded batch) under --max-connections and
+/* Accepts what is pending on listening socket fd (a bounded batch) under --max-connections and
  * gives each connection to the daemon of place(loop) (NULL: the loop's first). Returns 0, or
  * how long (µs) to leave the socket alone: SERVICE_LIMIT_RETRY_US at the limit,
  * NET_ACCEPT_PAUSE_US out of descriptors (conns.c). */
-uint64_t mhd_accept_some(struct mhd_loop *loop, uint64_t now,
+uint64_t mhd_accept_some(struct mhd_loop *loop, int fd, uint64_t now,
                          struct mhd_shard *(*place)(struct mhd_loop *loop));
 
 /* poll and thread-per-connection: starts the loop's daemon and its accepting thread. */

@@ -13,43 +13,33 @@
 #include "mhd.h"
 #include "base/net.h"
 
-static void add_plan_headers(struct MHD_Response *resp, const struct plan *p)
+/* Every header the core put in the answer. */
+static void add_headers(struct MHD_Response *resp, const struct answer *a)
 {
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, p->content_type);
-    if (p->timing)
-        MHD_add_response_header(resp, "Server-Timing", p->timing);
-    if (p->allow)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, p->allow);
-    for (size_t i = 0; i < p->nheaders; i++)
-        MHD_add_response_header(resp, p->headers[i].name, p->headers[i].value);
+    for (size_t i = 0; i < a->nheaders; i++)
+        MHD_add_response_header(resp, a->headers[i].name, a->headers[i].value);
 }
 
 /* The body is not copied: it lives as long as the request (the route table's text, the shared
- * ?size= filler, the plan's or the upload's own buffer), which libmicrohttpd frees only after it
- * is done with the answer. A client that stops reading thus holds no copy of a large body. */
-static struct MHD_Response *build_response(const struct plan *p)
+ * ?size= filler, the exchange's or the upload's own buffer), which libmicrohttpd frees only
+ * after it is done with the answer. A client that stops reading thus holds no copy of a large
+ * body. */
+static struct MHD_Response *build_response(const struct answer *a)
 {
     struct MHD_Response *resp = MHD_create_response_from_buffer(
-        p->body_len, (void *)(uintptr_t)p->body, MHD_RESPMEM_PERSISTENT);
+        a->body_len, (void *)(uintptr_t)a->body, MHD_RESPMEM_PERSISTENT);
     if (resp)
-        add_plan_headers(resp, p);
+        add_headers(resp, a);
     return resp;
 }
 
-/* Builds the default answer of every route once per loop; the hot path then only queues it. */
 int mhd_build_cache(struct app_server *srv, struct MHD_Response **cache)
 {
     for (size_t i = 0; i < srv->svc->routes.count; i++) {
-        struct plan p;
+        struct answer a;
         cache[i] = NULL;
-        if (route_cached_plan(&srv->svc->routes, i, &p) != 0)
-            continue;
-        /* The body is the route table's static text: persistent, no copy. */
-        cache[i] = MHD_create_response_from_buffer(p.body_len, (void *)(uintptr_t)p.body,
-                                                   MHD_RESPMEM_PERSISTENT);
-        if (!cache[i])
+        if (exchange_cached_answer(srv->svc, i, &a) == 0 && !(cache[i] = build_response(&a)))
             return -ENOMEM;
-        add_plan_headers(cache[i], &p);
     }
     return 0;
 }
@@ -61,21 +51,6 @@ void mhd_free_cache(struct MHD_Response **cache, size_t n)
             MHD_destroy_response(cache[i]);
         cache[i] = NULL;
     }
-}
-
-static struct MHD_Response *report_response(struct app_server *srv, const struct plan *p)
-{
-    char *text = service_report(srv->svc, p->action);
-    if (!text)
-        return NULL;
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(text);
-        return NULL;
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, p->content_type);
-    return resp;
 }
 
 /* --overflow reset and ?fault=reset: the client sees a reset, not an answer (libmicrohttpd would
@@ -95,15 +70,16 @@ static ssize_t read_paced(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct request *rq = cls;
     const struct mhd_backend *backend = rq->shard->loop->srv->backend;
+    const char *bytes;
     size_t len;
     uint64_t due, now;
     for (;;) {
-        if (exchange_next(&rq->x) == EXCHANGE_DO_CLOSE)
+        if (exchange_next(rq->x) == EXCHANGE_DO_CLOSE)
             return MHD_CONTENT_READER_END_WITH_ERROR;
         now = timer_now_us();
-        switch (exchange_body_take(&rq->x, now, pos, max, &len, &due)) {
+        switch (exchange_body_take(rq->x, now, pos, max, &bytes, &len, &due)) {
         case EXCHANGE_BODY_SEND:
-            memcpy(buf, rq->x.plan.body + pos, len);
+            memcpy(buf, bytes, len);
             return (ssize_t)len;
         case EXCHANGE_BODY_DONE:
             return MHD_CONTENT_READER_END_OF_STREAM;
@@ -117,42 +93,28 @@ static ssize_t read_paced(void *cls, uint64_t pos, char *buf, size_t max)
     }
 }
 
+/* The answer the core made, queued as libmicrohttpd's: the start table's route answers from
+ * the loop's prebuilt ones, the others built per request. */
 static enum MHD_Result respond(struct request *rq)
 {
-    struct MHD_Response *resp = NULL;
-    int fresh = 0;
-    if (exchange_paced(&rq->x)) {
-        resp =
-            MHD_create_response_from_callback(rq->x.plan.body_len, 16 * 1024, read_paced, rq, NULL);
+    struct answer a;
+    exchange_answer_of(rq->x, &a);
+    struct MHD_Response *resp = a.cached >= 0 ? rq->shard->loop->cache[a.cached] : NULL;
+    int fresh = resp == NULL;
+    if (a.paced) {
+        resp = MHD_create_response_from_callback(a.body_len, 16 * 1024, read_paced, rq, NULL);
         if (resp)
-            add_plan_headers(resp, &rq->x.plan);
-        fresh = 1;
-    } else if (rq->x.plan.action == PLAN_STATS || rq->x.plan.action == PLAN_METRICS) {
-        resp = report_response(rq->shard->loop->srv, &rq->x.plan);
-        if (!resp)
-            return MHD_NO;
-        fresh = 1;
-    } else if (rq->x.plan.cacheable && rq->x.plan.route && !rq->x.plan.close &&
-               rq->x.plan.generation == 1) {
-        /* The cache holds the start table's answers (generation 1); after a change of the
-         * control API, answers are built per request. */
-        resp = rq->shard->loop->cache[rq->x.plan.route_id];
-    }
-    if (!resp) {
-        resp = build_response(&rq->x.plan);
-        fresh = 1;
+            add_headers(resp, &a);
+    } else if (fresh) {
+        resp = build_response(&a);
     }
     if (!resp)
         return MHD_NO;
-    /* --max-requests, or the server stopping: the last answer on this connection; pipelined
-     * requests after it are dropped with the connection. */
-    if (rq->x.plan.close)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-    enum MHD_Result ret = MHD_queue_response(rq->conn, rq->x.plan.status, resp);
+    enum MHD_Result ret = MHD_queue_response(rq->conn, a.status, resp);
     if (fresh)
         MHD_destroy_response(resp);
     if (ret == MHD_YES)
-        exchange_answer(&rq->x);
+        exchange_answer(rq->x);
     return ret;
 }
 
@@ -160,7 +122,7 @@ static enum MHD_Result respond(struct request *rq)
  * which asks the core what follows (exchange_next). Runs on any thread, under the pool's lock. */
 static void on_admit(struct pool_entry *e)
 {
-    struct request *rq = (struct request *)(void *)exchange_of_entry(e);
+    struct request *rq = exchange_owner(exchange_of_entry(e));
     rq->shard->loop->srv->backend->admit(rq);
 }
 
@@ -291,24 +253,22 @@ static const struct head *raw_head(struct request *rq, const char *method, const
  * write). */
 static int answer_early(struct request *rq)
 {
-    const struct plan *p = &rq->x.plan;
+    struct answer a;
+    char head[1024];
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    char head[256];
     if (rq->shard->loop->srv->tls_cert || !ci)
         return 0;
-    int n = snprintf(head, sizeof head,
-                     "HTTP/1.1 %u %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                     "Connection: close\r\n\r\n",
-                     p->status, route_reason(p->status), p->content_type, p->body_len);
-    struct iovec iov[2] = {{head, (size_t)n}, {(void *)(uintptr_t)p->body, p->body_len}};
+    exchange_answer_of(rq->x, &a);
+    size_t n = answer_format_h1(&a, head, sizeof head);
+    struct iovec iov[2] = {{head, n}, {(void *)(uintptr_t)a.body, a.body_len}};
     struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
-    ssize_t w = sendmsg(ci->connect_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t w = n ? sendmsg(ci->connect_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
     if (w <= 0)
         return 0; /* nothing written: answered at the end of the body after all */
     rq->answered_early = 1;
-    exchange_answer(&rq->x);
-    return (size_t)w == (size_t)n + p->body_len ? 0 : -1;
+    exchange_answer(rq->x);
+    return (size_t)w == n + a.body_len ? 0 : -1;
 }
 
 /* Size of the request's header block, for --max-header-size: libmicrohttpd's size of the whole
@@ -320,6 +280,16 @@ static size_t header_bytes(struct MHD_Connection *conn, const char *method, size
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
     size_t around = strlen(method) + target + strlen(version) + 4 + 2;
     return ci && ci->header_size > around ? ci->header_size - around : 0;
+}
+
+/* A request's record, with its exchange right after it in the same block. */
+static struct request *new_request(void)
+{
+    size_t rsize = (sizeof(struct request) + EXCHANGE_ALIGN - 1) / EXCHANGE_ALIGN * EXCHANGE_ALIGN;
+    struct request *rq = calloc(1, rsize + exchange_size());
+    if (rq)
+        rq->x = (struct exchange *)(void *)((char *)rq + rsize);
+    return rq;
 }
 
 /* The loop of a callback's closure (a shard). */
@@ -336,7 +306,7 @@ enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const cha
     struct request *rq = *req_cls;
 
     if (!rq || !rq->started) {
-        if (!rq && !(rq = calloc(1, sizeof *rq)))
+        if (!rq && !(rq = new_request()))
             return MHD_NO;
         rq->conn = conn;
         rq->shard = cls;
@@ -360,8 +330,10 @@ enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const cha
             .header_bytes = header_bytes(conn, method, w ? w->target_bytes : strlen(url), version),
             .target_bytes = w ? w->target_bytes : 0,
             .last = w && service_request_on_connection(loop->srv->svc, &w->requests),
-            .head = raw_head(rq, method, version, &head, fields)};
-        enum exchange_do d = exchange_on_head(&rq->x, loop->srv->svc, loop->shard, &in, on_admit);
+            .head = raw_head(rq, method, version, &head, fields),
+            .control = w && w->control};
+        enum exchange_do d =
+            exchange_on_head(rq->x, rq, loop->srv->svc, loop->shard, &in, on_admit);
         atomic_fetch_add_explicit(&loop->active, 1, memory_order_relaxed);
         *req_cls = rq;
         return act(rq, d);
@@ -369,7 +341,7 @@ enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const cha
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        enum exchange_do d = exchange_on_body(&rq->x, upload_data, n);
+        enum exchange_do d = exchange_on_body(rq->x, upload_data, n);
         if (d == EXCHANGE_DO_ANSWER && answer_early(rq) != 0)
             return MHD_NO;
         return d == EXCHANGE_DO_CLOSE ? MHD_NO : MHD_YES;
@@ -378,7 +350,7 @@ enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const cha
      * connection closes. */
     if (rq->answered_early)
         return MHD_NO;
-    return act(rq, exchange_next(&rq->x));
+    return act(rq, exchange_next(rq->x));
 }
 
 /* The request line is in: the record it returns becomes the request's. It keeps the target as
@@ -397,7 +369,7 @@ void *mhd_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
         w->target_bytes = n;
         atomic_store_explicit(&w->busy, 1, memory_order_release);
     }
-    struct request *rq = calloc(1, sizeof *rq);
+    struct request *rq = new_request();
     if (!rq)
         return NULL;
     rq->uri_at = uri;
@@ -426,7 +398,7 @@ void mhd_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     if (!rq)
         return;
     if (rq->started) {
-        loop_end(&loop->core, &rq->x);
+        loop_end(&loop->core, rq->x);
         atomic_fetch_sub_explicit(&loop->active, 1, memory_order_relaxed);
     }
     free(rq->raw_uri);

@@ -109,7 +109,13 @@ static int mhd_server_start(struct app_server *srv, struct app_base *base, char 
     for (size_t i = 0; i < srv->nloops; i++) {
         srv->loops[i].listen_fd = base->listen_fds[i];
         base->listen_fds[i] = -1;
-        srv->loops[i].wake_fd = srv->loops[i].ep_fd = -1;
+        srv->loops[i].wake_fd = srv->loops[i].ep_fd = srv->loops[i].control_fd = -1;
+    }
+    /* Loop 0 serves the control listener too, through the same exchange path. */
+    if (srv->nloops && base->control_fd >= 0) {
+        srv->loops[0].control_fd = base->control_fd;
+        srv->control_port = net_local_port(base->control_fd);
+        base->control_fd = -1;
     }
     for (size_t i = 0; i < srv->nloops && rc == 0; i++) {
         struct mhd_loop *loop = &srv->loops[i];
@@ -167,8 +173,6 @@ static int mhd_server_start(struct app_server *srv, struct app_base *base, char 
             loop->thread_started = 1;
         }
     }
-    if (rc == 0)
-        rc = mhd_control_start(srv, base, err, errlen);
     if (rc != 0)
         mhd_server_stop(srv);
     return rc;
@@ -176,7 +180,6 @@ static int mhd_server_start(struct app_server *srv, struct app_base *base, char 
 
 static void mhd_server_stop(struct app_server *srv)
 {
-    mhd_control_stop(srv);
     atomic_store_explicit(&srv->stopping, 1, memory_order_release);
     for (size_t i = 0; i < srv->nloops; i++)
         if (srv->loops[i].thread_started)
@@ -209,6 +212,7 @@ static void mhd_server_free(struct app_server *srv)
     for (size_t i = 0; srv->loops && i < srv->nloops; i++) {
         struct mhd_loop *loop = &srv->loops[i];
         net_close(&loop->listen_fd);
+        net_close(&loop->control_fd);
         net_close(&loop->ep_fd);
         net_close(&loop->wake_fd);
         free(loop->shards);

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "control/api.h"
-#include "run/exchange.h"
+#include "run/exchange_impl.h"
 #include "run/service.h"
 #include "report/report.h"
 #include "check.h"
@@ -54,7 +54,8 @@ static unsigned call(struct fixture *f, const char *method, const char *target, 
                                  "unit",
                                  origin_hdr,
                                  origin_hdr ? strlen(origin_hdr) : 0};
-    control_answer_free(&last);
+    free(last.body);
+    last.body = NULL;
     control_handle(&f->ctl, &rq, &last);
     if (json)
         *json = last.body ? cJSON_Parse(last.body) : NULL;
@@ -273,7 +274,7 @@ static void reset_starts_a_run(void)
     teardown(&f);
 }
 
-static const char *answer_header(const char *name)
+static const char *last_header(const char *name)
 {
     for (size_t i = 0; i < last.nheaders; i++)
         if (strcmp(last.headers[i].name, name) == 0)
@@ -305,13 +306,13 @@ static void only_the_pages_origin_may_call(void)
         CHECK_INT(last.close, 1);
         /* A 204 has no body and no Content-Type; every other answer is JSON. */
         if (cases[i].ok)
-            CHECK(answer_header("Content-Type") == NULL);
+            CHECK(last_header("Content-Type") == NULL);
         else
-            CHECK_STR(answer_header("Content-Type"), "application/json");
-        const char *allow = answer_header("Access-Control-Allow-Origin");
+            CHECK_STR(last_header("Content-Type"), "application/json");
+        const char *allow = last_header("Access-Control-Allow-Origin");
         if (cases[i].ok) {
             CHECK_STR(allow ? allow : "(none)", cases[i].origin);
-            CHECK_STR(answer_header("Access-Control-Allow-Headers"), "Authorization, Content-Type");
+            CHECK_STR(last_header("Access-Control-Allow-Headers"), "Authorization, Content-Type");
         } else {
             CHECK(allow == NULL);
         }
@@ -320,7 +321,7 @@ static void only_the_pages_origin_may_call(void)
     }
     origin_hdr = "http://localhost:8080";
     CHECK_INT(call(&f, "PATCH", "/routes/test", "{\"status\": 202}", NULL, NULL), 401);
-    CHECK_STR(answer_header("Access-Control-Allow-Origin"), "http://localhost:8080");
+    CHECK_STR(last_header("Access-Control-Allow-Origin"), "http://localhost:8080");
     origin_hdr = NULL;
     CHECK_U64(atomic_load(&f.svc.changes), 3);
     teardown(&f);
@@ -335,7 +336,8 @@ static void only_the_pages_origin_may_call(void)
     CHECK_INT(call(&g, "OPTIONS", "/routes", NULL, NULL, NULL), 403);
     origin_hdr = NULL;
     teardown(&g);
-    control_answer_free(&last);
+    free(last.body);
+    last.body = NULL;
 }
 
 int main(void)

@@ -3,7 +3,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "run/exchange.h"
+#include "run/exchange_impl.h"
 #include "check.h"
 
 struct fixture {
@@ -52,6 +52,14 @@ static long lookup_pairs(void *ctx, enum route_input kind, const char *name, cha
     return -1;
 }
 
+/* 1 if x's answer leaves in pieces. */
+static int is_paced(struct exchange *x)
+{
+    struct answer a;
+    exchange_answer_of(x, &a);
+    return a.paced;
+}
+
 static enum exchange_do begin_with(struct exchange *x, struct fixture *f, const char *method,
                                    const char *target, const char *const *headers)
 {
@@ -61,7 +69,7 @@ static enum exchange_do begin_with(struct exchange *x, struct fixture *f, const 
                                .target_len = strlen(target),
                                .lookup = lookup_pairs,
                                .ctx = &tr};
-    return exchange_on_head(x, &f->svc, stats_shard(f->st, 0), &rq, note_admit);
+    return exchange_on_head(x, NULL, &f->svc, stats_shard(f->st, 0), &rq, note_admit);
 }
 
 static void begin(struct exchange *x, struct fixture *f, const char *method, const char *target)
@@ -126,7 +134,7 @@ static void exchange_undelayed_answers_at_once(void)
     exchange_end(&x, &f.h);
     /* The connection's last request (--max-requests) closes after its answer. */
     struct route_request rq = {.method = "GET", .target = "/echo", .target_len = 5, .last = 1};
-    CHECK_INT(exchange_on_head(&x, &f.svc, stats_shard(f.st, 0), &rq, note_admit),
+    CHECK_INT(exchange_on_head(&x, NULL, &f.svc, stats_shard(f.st, 0), &rq, note_admit),
               EXCHANGE_DO_READ);
     CHECK_INT(exchange_next(&x), EXCHANGE_DO_ANSWER);
     CHECK_INT(x.plan.close, 1);
@@ -330,7 +338,7 @@ static void exchange_paces_drips_and_truncation(void)
     uint64_t due = 0;
     setup(&f, 4);
     begin(&x, &f, "GET", "/echo");
-    CHECK_INT(exchange_paced(&x), 0);
+    CHECK_INT(is_paced(&x), 0);
     x.plan.body_len = 10;
     x.sent_us = 1000;
     CHECK_INT(exchange_body_next(&x, 1000, 0, &len, &due), EXCHANGE_BODY_SEND);
@@ -339,7 +347,7 @@ static void exchange_paces_drips_and_truncation(void)
 
     x.plan.drip.chunks = 4;
     x.plan.drip.over_us = 400000;
-    CHECK_INT(exchange_paced(&x), 1);
+    CHECK_INT(is_paced(&x), 1);
     CHECK_INT(exchange_body_next(&x, 1000, 0, &len, &due), EXCHANGE_BODY_WAIT);
     CHECK_U64(due, 101000);
     CHECK_INT(exchange_body_next(&x, 100999, 0, &len, &due), EXCHANGE_BODY_WAIT);
@@ -440,14 +448,17 @@ static void exchange_answer_frees_the_worker(void)
         CHECK(admitted_x == (paced ? NULL : &b));
         if (paced) {
             size_t len = 0;
+            const char *bytes = NULL;
             uint64_t due = 0, t = a.sent_us;
             /* Nothing due yet; then the whole "OK", one byte per step: the worker passes on
              * only when the last byte is handed over. */
-            CHECK_INT(exchange_body_take(&a, t, 0, 1, &len, &due), EXCHANGE_BODY_WAIT);
-            CHECK_INT(exchange_body_take(&a, t + 100000, 0, 1, &len, &due), EXCHANGE_BODY_SEND);
+            CHECK_INT(exchange_body_take(&a, t, 0, 1, &bytes, &len, &due), EXCHANGE_BODY_WAIT);
+            CHECK_INT(exchange_body_take(&a, t + 100000, 0, 1, &bytes, &len, &due),
+                      EXCHANGE_BODY_SEND);
             CHECK_INT(len, 1);
             CHECK(admitted_x == NULL);
-            CHECK_INT(exchange_body_take(&a, t + 100000, 1, 1, &len, &due), EXCHANGE_BODY_SEND);
+            CHECK_INT(exchange_body_take(&a, t + 100000, 1, 1, &bytes, &len, &due),
+                      EXCHANGE_BODY_SEND);
             CHECK_INT(len, 1);
         }
         CHECK(admitted_x == &b);
@@ -523,7 +534,7 @@ static void exchange_paced_body_timer(void)
     setup(&f, 1);
     begin(&b, &f, "GET", "/echo?drip=2,100ms");
     CHECK_INT(exchange_next(&b), EXCHANGE_DO_ANSWER);
-    CHECK_INT(exchange_paced(&b), 1);
+    CHECK_INT(is_paced(&b), 1);
     exchange_answer(&b);
     CHECK_INT(exchange_pace(&b, &f.h, b.sent_us + 50000), EXCHANGE_DO_WAIT);
     struct timer_node *n = timer_heap_pop_due(&f.h, b.sent_us + 50000);

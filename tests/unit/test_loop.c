@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "run/exchange_impl.h"
 #include "run/loop.h"
 #include "run/service.h"
 #include "check.h"
@@ -95,7 +96,7 @@ static void teardown(struct fake *f)
 static enum exchange_do begin_waiting(struct fake *f, struct exchange *x, const char *target)
 {
     struct route_request rq = {.method = "GET", .target = target, .target_len = strlen(target)};
-    CHECK_INT(exchange_on_head(x, &f->svc, stats_shard(f->svc.stats, 0), &rq, note_admit),
+    CHECK_INT(exchange_on_head(x, NULL, &f->svc, stats_shard(f->svc.stats, 0), &rq, note_admit),
               EXCHANGE_DO_READ);
     CHECK_INT(exchange_next(x), EXCHANGE_DO_HOLD);
     return loop_hold(&f->l, x);

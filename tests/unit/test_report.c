@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "report/report.h"
-#include "run/exchange.h"
+#include "run/exchange_impl.h"
 #include "check.h"
 
 static void report_shows_what_the_exchanges_did(void)
@@ -17,7 +17,8 @@ static void report_shows_what_the_exchanges_did(void)
     CHECK_INT(service_init(&svc, &cfg, 2, NULL), 0);
     svc.report = report_text;
     struct route_request rq = {.method = "GET", .target = "/test", .target_len = 5};
-    CHECK_INT(exchange_on_head(&x, &svc, service_shard(&svc, 1), &rq, NULL), EXCHANGE_DO_READ);
+    CHECK_INT(exchange_on_head(&x, NULL, &svc, service_shard(&svc, 1), &rq, NULL),
+              EXCHANGE_DO_READ);
     CHECK_INT(exchange_next(&x), EXCHANGE_DO_HOLD); /* its worker */
     CHECK_INT(exchange_hold(&x, NULL), EXCHANGE_DO_ANSWER);
     exchange_answer(&x);

@@ -1,0 +1,74 @@
+/*
+ * The exchange's own fields: private to common/run (exchange.c, loop.c) and the unit tests.
+ * Engines see struct exchange as opaque (exchange.h) and never include this file.
+ */
+#ifndef SLOWSRV_EXCHANGE_IMPL_H
+#define SLOWSRV_EXCHANGE_IMPL_H
+
+#include "run/exchange.h"
+
+enum exchange_state {
+    EXCHANGE_NEW = 0,  /* planned; the body, if any, is being read */
+    EXCHANGE_HOLDING,  /* told to hold; exchange_hold not called yet */
+    EXCHANGE_WAITING,  /* its timer is queued */
+    EXCHANGE_QUEUED,   /* waiting for a worker of --workers, until handed back */
+    EXCHANGE_DECIDED,  /* `next` says what comes */
+    EXCHANGE_ANSWERED, /* the answer's head is queued */
+    EXCHANGE_SENDING,  /* answered; its timer is queued for the next chunk of a paced body */
+};
+
+/* What the access log needs beyond the plan; allocated only while a log is open. */
+struct exchange_record {
+    char method[16];
+    char target[256];
+    char client[64];
+    uint64_t bytes_in;
+    uint64_t answered_us; /* when the answer was queued */
+};
+
+/* A request of the control listener: what control_handle is given, and its answer. Allocated
+ * by exchange_on_head, freed by exchange_end. */
+struct exchange_call {
+    struct control_request rq;
+    char method[16];
+    char who[64];
+    char *target, *authorization, *origin; /* malloc'd copies, or NULL */
+    char *body;                            /* up to CONTROL_BODY_MAX bytes, grown as they come */
+    size_t cap;
+    int too_big; /* more than CONTROL_BODY_MAX came: 413 */
+    struct control_answer reply;
+};
+
+struct exchange {
+    struct timer_node timer; /* queued while EXCHANGE_WAITING or EXCHANGE_SENDING */
+    enum exchange_state state;
+    enum exchange_do next; /* what exchange_next returns once the body is in */
+    unsigned answered;     /* status of the queued answer, 0 if none */
+    /* Flags, a byte each: every waiting request carries this record. */
+    unsigned char overflow_reset; /* refused requests are reset, not answered 503 */
+    unsigned char refused;        /* refused by the worker pool */
+    unsigned char stopped;        /* answered a 503 of the core's ("server stopping", "too many
+                                     waiting requests", "out of memory") instead of its plan */
+    unsigned char refused_head;   /* the head failed head_check: answered at once, then closed */
+    unsigned char in_queue;       /* counted as queued for a worker (stats_queue_begin) */
+    unsigned char in_inbox;       /* handed back, in its loop's inbox (loop.h); under its lock */
+    void *owner;                  /* the engine's record (exchange_owner) */
+    struct stats_shard *shard;
+    struct service *svc;            /* whose stop makes every answer close its connection */
+    struct route_table *table;      /* the generation that planned it, held until _end; NULL
+                                       for the control listener */
+    struct upload *upload;          /* PLAN_UPLOAD only, between exchange_on_head and _end */
+    struct exchange_call *call;     /* PLAN_CONTROL only */
+    char *built;                    /* an answer's body the core made (/stats), or NULL */
+    uint64_t decided_at;            /* upload bytes received when its answer was decided */
+    struct pool *pool;              /* the table's worker pool, or NULL */
+    struct pool_entry pe;           /* its place in the pool; pe.admit is the engine's hand-back */
+    uint64_t begun_us;              /* when the request came in (timer_now_us clock) */
+    uint64_t due_us;                /* when its delay was due, 0 if it had none */
+    uint64_t sent_us;               /* when its answer was queued (paced bodies start there) */
+    struct accesslog *access;       /* the table's access log, or NULL */
+    struct exchange_record *record; /* only with an access log */
+    struct plan plan;
+};
+
+#endif
