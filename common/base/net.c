@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <linux/tcp.h> /* its struct tcp_info has the byte counts */
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -245,5 +246,17 @@ unsigned net_local_port(int fd)
         return ntohs(((struct sockaddr_in *)&ss)->sin_port);
     if (ss.ss_family == AF_INET6)
         return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return 0;
+}
+
+int net_tcp_progress(int fd, uint64_t *received, uint64_t *acked)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    *received = *acked = 0;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+        return -1;
+    *received = ti.tcpi_bytes_received;
+    *acked = ti.tcpi_bytes_acked;
     return 0;
 }

@@ -166,11 +166,11 @@ struct route_request {
     size_t raw_target_len;       /* its length; 0: NUL-terminated */
     size_t header_bytes;         /* size of the header block; 0 where the engine limits it */
     size_t target_bytes; /* length of the target as received, when `target` lacks its query */
-    int last; /* the connection's last request (--max-requests): close after its answer */
+    int last;            /* close after its answer (the exchange also counts --max-requests on its
+                            connection) */
     const struct head *head; /* an HTTP/1.x head as received, checked first (head.h); NULL
                                 over HTTP/2, whose framing is the library's */
-    int control;             /* it came on the control listener (--control): the control API
-                                answers it, not the route table */
+    int h2;                  /* it came over HTTP/2 (no --max-requests, no head of its own) */
 };
 
 /* Fills *t with the built-in routes (GET /test, POST /write, any method / and /echo,

@@ -69,7 +69,7 @@ static void plan_control(struct plan *p)
 }
 
 static void begin(struct exchange *x, struct service *svc, struct stats_shard *sh,
-                  const struct route_request *rq, void (*admit)(struct pool_entry *e))
+                  const struct route_request *rq, int control, void (*admit)(struct pool_entry *e))
 {
     timer_node_init(&x->timer);
     x->call = NULL;
@@ -92,13 +92,15 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
     x->due_us = 0;
     x->sent_us = 0;
     /* The plan is made by the live table, which stays this request's until exchange_end. */
-    x->table = rq->control ? NULL : service_table_acquire(svc, stats_shard_index(sh));
+    x->table = control ? NULL : service_table_acquire(svc, stats_shard_index(sh));
     if (x->table)
         route_plan(x->table, rq, &x->plan);
     else
         plan_control(&x->plan);
-    /* --max-requests' last request (an answer given during the stop closes too: decide). */
-    x->plan.close |= rq->last;
+    /* --max-requests' last request of an HTTP/1.x connection (an answer given during the stop
+     * closes too: decide). */
+    x->plan.close |=
+        rq->last || (x->conn && !rq->h2 && service_request_on_connection(svc, &x->conn->requests));
     x->svc = svc;
     const char *why;
     unsigned bad = rq->head ? head_check(rq->head, &why) : 0;
@@ -273,15 +275,21 @@ static void call_body(struct exchange_call *c, const void *buf, size_t len)
     c->rq.body_len += len;
 }
 
-enum exchange_do exchange_on_head(struct exchange *x, void *owner, struct service *svc,
-                                  struct stats_shard *sh, const struct route_request *rq,
+enum exchange_do exchange_on_head(struct exchange *x, void *owner, struct conn *conn,
+                                  struct service *svc, struct stats_shard *sh,
+                                  const struct route_request *rq,
                                   void (*admit)(struct pool_entry *e))
 {
     x->owner = owner;
-    begin(x, svc, sh, rq, admit);
+    x->conn = conn;
+    x->waits = 0;
+    if (conn)
+        conn_request_begin(conn, rq->h2);
+    int control = conn && conn->control;
+    begin(x, svc, sh, rq, control, admit);
     if (x->refused_head)
         return decide(x, EXCHANGE_DO_ANSWER);
-    if (rq->control)
+    if (control)
         return call_begin(x, rq);
     if (x->plan.action != PLAN_UPLOAD)
         return EXCHANGE_DO_READ;
@@ -328,6 +336,14 @@ enum exchange_do exchange_on_body(struct exchange *x, const void *buf, size_t le
     return x->answered ? EXCHANGE_DO_READ : EXCHANGE_DO_ANSWER;
 }
 
+/* Counted as waiting on purpose on its connection, or not (conn.h), once each way. */
+static void set_waits(struct exchange *x, int waits)
+{
+    if (x->conn && x->waits != waits)
+        conn_wait(x->conn, waits);
+    x->waits = (unsigned char)waits;
+}
+
 static void queue_left(struct exchange *x);
 
 enum exchange_do exchange_next(struct exchange *x)
@@ -347,6 +363,7 @@ enum exchange_do exchange_next(struct exchange *x)
         if (x->pe.state == POOL_QUEUED)
             return EXCHANGE_DO_PARK;
         queue_left(x);
+        set_waits(x, 0);
         if (x->pe.flushed)
             return answer_instead(x, STOPPING);
         if (!x->plan.delay_us)
@@ -392,6 +409,7 @@ static enum exchange_do after_worker(struct exchange *x, struct timer_heap *h)
         return answer_instead(x, "too many waiting requests");
     /* With no heap, a blocking model sleeps it out (exchange_sleep). */
     x->state = EXCHANGE_WAITING;
+    set_waits(x, 1);
     stats_wait_begin(x->shard, x->plan.stats_id);
     return EXCHANGE_DO_WAIT;
 }
@@ -406,6 +424,7 @@ enum exchange_do exchange_hold(struct exchange *x, struct timer_heap *h)
         return after_worker(x, h);
     case POOL_QUEUED:
         x->in_queue = 1;
+        set_waits(x, 1);
         stats_queue_begin(x->shard, x->plan.stats_id);
         return EXCHANGE_DO_PARK;
     case POOL_OUT:
@@ -448,6 +467,7 @@ struct exchange *exchange_of_timer(struct timer_node *n)
 
 enum exchange_do exchange_on_timer(struct exchange *x, int peer_gone, int give_up)
 {
+    set_waits(x, 0);
     if (x->state == EXCHANGE_SENDING) {
         /* The next chunk of a paced body is due: sent on, unless the server gives up on it
          * (its head is out: all that is left is to close). */
@@ -621,6 +641,7 @@ enum exchange_do exchange_pace(struct exchange *x, struct timer_heap *h, uint64_
             return decide(x, EXCHANGE_DO_CLOSE);
     }
     x->state = EXCHANGE_SENDING;
+    set_waits(x, 1);
     return EXCHANGE_DO_WAIT;
 }
 
@@ -662,6 +683,9 @@ void exchange_end(struct exchange *x, struct timer_heap *h)
     if (x->pool)
         pool_leave(x->pool, &x->pe);
     queue_left(x);
+    set_waits(x, 0);
+    if (x->conn)
+        conn_request_end(x->conn, timer_now_us());
     /* The line is written before the request stops counting as in flight, so that whoever
      * sees in_flight reach 0 finds every line written. */
     if (x->record)

@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "plan/route.h"
+#include "run/conn.h"
 #include "run/service.h"
 #include "base/stats.h"
 #include "base/timer.h"
@@ -86,19 +87,21 @@ size_t exchange_size(void);
 /* The engine's record x belongs to, as given to exchange_on_head. */
 void *exchange_owner(const struct exchange *x);
 
-/* The head is in: plans the answer to rq through svc's routes (rq->control: the control API,
- * service.h), takes its worker pool and access log from svc, and counts the request on shard sh
- * (both must outlive the exchange); rq is only read during the call; owner is the engine's
- * record (exchange_owner). `admit` is the engine's hand-back of a request parked for a worker:
- * it is called later, from any thread with the pool's lock held, and must only hand x back to
- * its loop, which then calls exchange_next. A POST /write starts counting its body here (its
- * Content-Type and Content-Length, read through rq->lookup, and --max-body). A head that fails
- * head_check (rq->head) is answered at once with its 4xx or 501 and Connection: close (the
- * engine drops any body). Returns READ; ANSWER when the answer is known from the head alone
- * (an upload's 415, 400 or 413; the control API's 401, 403, 413 or a preflight: the engine may
- * answer before the body and drop it); CLOSE if out of memory. */
-enum exchange_do exchange_on_head(struct exchange *x, void *owner, struct service *svc,
-                                  struct stats_shard *sh, const struct route_request *rq,
+/* The head is in: plans the answer to rq through svc's routes (on the control listener: the
+ * control API, service.h), takes its worker pool and access log from svc, and counts the request
+ * on shard sh and on its connection conn (NULL: none known; --max-requests is counted there, and
+ * the connection's clocks follow the request, conn.h); all three must outlive the exchange; rq
+ * is only read during the call; owner is the engine's record (exchange_owner). `admit` is the
+ * engine's hand-back of a request parked for a worker: it is called later, from any thread with the
+ * pool's lock held, and must only hand x back to its loop, which then calls exchange_next. A POST
+ * /write starts counting its body here (its Content-Type and Content-Length, read through
+ * rq->lookup, and --max-body). A head that fails head_check (rq->head) is answered at once with its
+ * 4xx or 501 and Connection: close (the engine drops any body). Returns READ; ANSWER when the
+ * answer is known from the head alone (an upload's 415, 400 or 413; the control API's 401, 403, 413
+ * or a preflight: the engine may answer before the body and drop it); CLOSE if out of memory. */
+enum exchange_do exchange_on_head(struct exchange *x, void *owner, struct conn *conn,
+                                  struct service *svc, struct stats_shard *sh,
+                                  const struct route_request *rq,
                                   void (*admit)(struct pool_entry *e));
 
 /* Most bytes an engine reads and drops after an upload error, before it gives up on the client

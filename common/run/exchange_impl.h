@@ -52,7 +52,9 @@ struct exchange {
     unsigned char refused_head;   /* the head failed head_check: answered at once, then closed */
     unsigned char in_queue;       /* counted as queued for a worker (stats_queue_begin) */
     unsigned char in_inbox;       /* handed back, in its loop's inbox (loop.h); under its lock */
+    unsigned char waits;          /* counted as waiting on its connection (conn_wait) */
     void *owner;                  /* the engine's record (exchange_owner) */
+    struct conn *conn;            /* its connection, or NULL */
     struct stats_shard *shard;
     struct service *svc;            /* whose stop makes every answer close its connection */
     struct route_table *table;      /* the generation that planned it, held until _end; NULL

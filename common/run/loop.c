@@ -2,6 +2,9 @@
 #include "run/exchange_impl.h"
 
 #include <errno.h>
+#include <unistd.h>
+
+#include "base/net.h"
 
 #include "base/pool.h"
 #include "run/service.h"
@@ -27,7 +30,10 @@ int loop_init(struct core_loop *l, const struct loop_backend *be, void *ctx, str
     l->fired_us = 0;
     l->more_due = 0;
     l->inbox = NULL;
+    l->accept_warned = 0;
     drain_init(&l->drain, grace_us);
+    conn_registry_init(&l->conns, svc ? svc->cfg->header_timeout_us : 0,
+                       svc ? svc->cfg->idle_timeout_us : 0);
     pthread_mutex_init(&l->inbox_lock, NULL);
     if (timer_heap_init(&l->timers, max_waiting ? max_waiting : 1) != 0)
         return -ENOMEM;
@@ -37,6 +43,7 @@ int loop_init(struct core_loop *l, const struct loop_backend *be, void *ctx, str
 void loop_cleanup(struct core_loop *l)
 {
     timer_heap_cleanup(&l->timers);
+    conn_registry_cleanup(&l->conns);
     pthread_mutex_destroy(&l->inbox_lock);
 }
 
@@ -111,10 +118,49 @@ uint64_t loop_next_fire_us(struct core_loop *l, uint64_t now)
 
 uint64_t loop_wait_us(struct core_loop *l, uint64_t now, uint64_t idle_us)
 {
-    uint64_t at = loop_next_fire_us(l, now);
+    uint64_t at = loop_next_fire_us(l, now), sweep = conn_next_sweep(&l->conns);
+    if (sweep && (!at || sweep < at))
+        at = sweep;
     if (!at)
         return idle_us;
     return at <= now ? 0 : at - now < idle_us ? at - now : idle_us;
+}
+
+uint64_t loop_accept(struct core_loop *l, int lfd, int control, uint64_t now, char *msg, size_t len)
+{
+    msg[0] = '\0';
+    for (int n = 0; n < NET_ACCEPT_BATCH; n++) {
+        struct sockaddr_storage ss;
+        socklen_t sslen = sizeof ss;
+        if (service_conn_reserve(l->svc) != 0)
+            return SERVICE_LIMIT_RETRY_US;
+        int fd = accept4(lfd, (struct sockaddr *)&ss, &sslen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            int e = errno;
+            service_conn_closed(l->svc);
+            return net_accept_starved(e, now, &l->accept_warned, msg, len) ? NET_ACCEPT_PAUSE_US
+                                                                           : 0;
+        }
+        if (l->be->adopt(l->ctx, fd, (struct sockaddr *)&ss, sslen, control) != 0)
+            service_conn_closed(l->svc);
+    }
+    return 0;
+}
+
+void loop_conn_opened(struct core_loop *l, struct conn *c, int fd, int control)
+{
+    conn_open(&l->conns, c, fd, control, timer_now_us());
+}
+
+void loop_conn_closed(struct core_loop *l, struct conn *c)
+{
+    conn_close(&l->conns, c);
+    service_conn_closed(l->svc);
+}
+
+size_t loop_sweep(struct core_loop *l, uint64_t now)
+{
+    return conn_sweep(&l->conns, now, l->be->reading, l->ctx);
 }
 
 /* A timer was queued: if it is the earliest, a wait sized for a later one is shortened. */
@@ -195,6 +241,7 @@ int loop_stop_step(struct core_loop *l, int stopping, size_t active, uint64_t no
         return 0;
     case DRAIN_QUIESCE:
         l->be->quiesce(l->ctx);
+        conn_close_idle(&l->conns);
         break;
     case DRAIN_GIVE_UP:
         /* Parked requests of every loop are handed back; harmless if another loop did it. */

@@ -18,7 +18,9 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
+#include "run/conn.h"
 #include "run/drain.h"
 #include "run/exchange.h"
 #include "base/timer.h"
@@ -43,6 +45,13 @@ struct service;
 #define LOOP_DRAIN_TICK_US (10 * 1000)
 
 struct loop_backend {
+    /* Takes over connection fd, accepted by loop_accept from a listener of the engine's (control:
+     * the control listener): hands it to the library, which then serves it. Returns 0, or -1
+     * after closing fd itself. */
+    int (*adopt)(void *ctx, int fd, const struct sockaddr *peer, socklen_t len, int control);
+    /* 1 if the library holds bytes of connection c's next head (conn_reading_fn). NULL: never
+     * known. */
+    int (*reading)(void *ctx, struct conn *c);
     /* Carries out action d of request x (from exchange_on_timer or exchange_next). Returns 1 if
      * x's answer goes out only when the turn ends, else 0. */
     int (*carry)(void *ctx, struct exchange *x, enum exchange_do d);
@@ -51,7 +60,8 @@ struct loop_backend {
     /* Asks the CPU for what carrying out x will read, `ahead` (1 to 3) answers before it: a
      * request that waited its delay is out of the cache. NULL: nothing to ask for. */
     void (*prefetch)(void *ctx, struct exchange *x, unsigned ahead);
-    /* The stop began: stop accepting, and shut the connections that carry no request. */
+    /* The stop began: stop accepting (the core then shuts the connections that carry no
+     * request). */
     void (*quiesce)(void *ctx);
     /* --grace is over with requests left, after the pools were flushed (service_flush): what
      * waits elsewhere than in the heap must now be answered "server stopping". NULL: nothing. */
@@ -67,9 +77,10 @@ struct loop_backend {
 };
 
 struct core_loop {
-    struct timer_heap timers; /* the requests that wait (delays and paced bodies) */
-    struct drain drain;       /* its stop */
-    struct service *svc;      /* whose pools are flushed on giving up */
+    struct timer_heap timers;   /* the requests that wait (delays and paced bodies) */
+    struct conn_registry conns; /* its connections and their timeouts (conn.h) */
+    struct drain drain;         /* its stop */
+    struct service *svc;        /* whose pools are flushed on giving up */
     const struct loop_backend *be;
     void *ctx;         /* the engine's loop, passed to every backend call */
     uint64_t fired_us; /* when due requests were last answered */
@@ -78,10 +89,11 @@ struct core_loop {
      * their pool entries' next (pool.h). */
     pthread_mutex_t inbox_lock;
     struct pool_entry *inbox;
+    uint64_t accept_warned; /* when running out of descriptors was last logged */
 };
 
-/* Prepares l for a loop of up to max_waiting waiting requests, stopping within grace_us.
- * Returns 0, or -ENOMEM. */
+/* Prepares l for a loop of up to max_waiting waiting requests, stopping within grace_us, with
+ * svc's timeouts for its connections (--header-timeout, --idle-timeout). Returns 0, or -ENOMEM. */
 int loop_init(struct core_loop *l, const struct loop_backend *be, void *ctx, struct service *svc,
               size_t max_waiting, uint64_t grace_us);
 void loop_cleanup(struct core_loop *l);
@@ -95,8 +107,25 @@ size_t loop_fire(struct core_loop *l, uint64_t now);
  * answers; now when more are due than the last turn answered; 0 when nothing waits. */
 uint64_t loop_next_fire_us(struct core_loop *l, uint64_t now);
 
-/* The longest the loop may wait from now (at most idle_us) before it answers again. */
+/* The longest the loop may wait from now (at most idle_us) before it answers again or sweeps its
+ * connections. */
 uint64_t loop_wait_us(struct core_loop *l, uint64_t now, uint64_t idle_us);
+
+/* Accepts what is pending on listening socket lfd (control: the control listener), a bounded
+ * batch (NET_ACCEPT_BATCH), under --max-connections over every loop, and hands each connection
+ * to the backend (adopt). Returns 0, or how long (µs) the engine leaves lfd alone:
+ * SERVICE_LIMIT_RETRY_US at the limit (new connections wait in the backlog), NET_ACCEPT_PAUSE_US
+ * out of descriptors, then with a line for the log in msg (else msg is ""). Any thread. */
+uint64_t loop_accept(struct core_loop *l, int lfd, int control, uint64_t now, char *msg,
+                     size_t len);
+
+/* A connection the engine serves opened (on fd; control: on the control listener), or is
+ * closing; loop_conn_closed also counts it closed for --max-connections. Any thread. */
+void loop_conn_opened(struct core_loop *l, struct conn *c, int fd, int control);
+void loop_conn_closed(struct core_loop *l, struct conn *c);
+
+/* Shuts down the connections past a timeout, if a sweep is due (conn.h). Returns how many. */
+size_t loop_sweep(struct core_loop *l, uint64_t now);
 
 /* After exchange_next or exchange_on_body said HOLD, with the request suspended: queues its
  * timer (exchange_hold). Returns what exchange_hold returns. */
@@ -117,7 +146,8 @@ void loop_inbox_take(struct core_loop *l);
 
 /* One turn's step of the stop (drain.h), with `stopping` once the server is asked to stop and
  * `active` the loop's requests begun and not ended: quiesces the backend, gives up (flushes the
- * pools, the backend's give_up, the inbox, and answers every timer "server stopping"), and caps
+ * pools, the backend's give_up, the inbox, and answers every timer "server stopping"), shuts the
+ * connections that carry no request on quiescing, and caps
  * *wait_us to the drain's tick. Returns 1 when the loop ends, else 0. */
 int loop_stop_step(struct core_loop *l, int stopping, size_t active, uint64_t now,
                    uint64_t *wait_us);

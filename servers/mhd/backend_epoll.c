@@ -87,7 +87,7 @@ static struct mhd_shard *place(struct mhd_loop *loop)
  * while (mhd_accept_some). */
 static void accept_some(struct mhd_loop *loop, uint64_t now)
 {
-    uint64_t rest = mhd_accept_some(loop, loop->listen_fd, now, place);
+    uint64_t rest = mhd_accept(loop, loop->listen_fd, 0, now);
     if (rest) {
         epoll_ctl(loop->ep_fd, EPOLL_CTL_DEL, loop->listen_fd, NULL);
         loop->accept_paused_until = now + rest;
@@ -104,32 +104,32 @@ static void accept_some(struct mhd_loop *loop, uint64_t now)
  * reads the end of the stream and answers or closes as in the other models. That is done once
  * the bytes before the end have been read (after a run of the daemons), or libmicrohttpd would
  * take them and the end together in one short read again. */
-static void conn_epoll(struct conn_watch *w, int open)
+static void conn_epoll(struct mhd_conn *w, int open)
 {
     struct mhd_loop *loop = w->shard->loop;
     struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLET, .data.ptr = w};
     if (open) {
-        epoll_ctl(loop->ep_fd, EPOLL_CTL_ADD, w->fd, &ev);
+        epoll_ctl(loop->ep_fd, EPOLL_CTL_ADD, w->c.fd, &ev);
         return;
     }
-    epoll_ctl(loop->ep_fd, EPOLL_CTL_DEL, w->fd, NULL);
+    epoll_ctl(loop->ep_fd, EPOLL_CTL_DEL, w->c.fd, NULL);
     for (size_t i = 0; i < loop->nshut; i++)
         if (loop->shut[i] == w)
             loop->shut[i--] = loop->shut[--loop->nshut];
 }
 
 /* Has the daemon look at w's socket again (see conn_epoll). */
-static void rearm(struct conn_watch *w)
+static void rearm(struct mhd_conn *w)
 {
     struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLPRI | EPOLLET,
                              .data.ptr = w->conn};
     /* A suspended connection is out of the daemon's set (ENOENT): its wait notices the close. */
-    if (epoll_ctl(w->shard->ep_fd, EPOLL_CTL_MOD, w->fd, &ev) == 0)
+    if (epoll_ctl(w->shard->ep_fd, EPOLL_CTL_MOD, w->c.fd, &ev) == 0)
         atomic_store_explicit(&w->shard->due, 1, memory_order_relaxed);
 }
 
 /* The peer shut down its side: w waits for the daemon to read what came before the end. */
-static void peer_shut(struct mhd_loop *loop, struct conn_watch *w)
+static void peer_shut(struct mhd_loop *loop, struct mhd_conn *w)
 {
     for (size_t i = 0; i < loop->nshut; i++)
         if (loop->shut[i] == w)
@@ -146,7 +146,7 @@ static void rearm_shut(struct mhd_loop *loop)
 {
     for (size_t i = 0; i < loop->nshut; i++) {
         int unread = 0;
-        if (ioctl(loop->shut[i]->fd, FIONREAD, &unread) == 0 && unread > 0)
+        if (ioctl(loop->shut[i]->c.fd, FIONREAD, &unread) == 0 && unread > 0)
             continue;
         rearm(loop->shut[i]);
         loop->shut[i--] = loop->shut[--loop->nshut];
@@ -205,7 +205,7 @@ static void run_epoll(struct mhd_loop *loop, uint64_t wait_us)
         if (k > loop->nshards + 2)
             peer_shut(loop, ev[i].data.ptr);
         else if (k == loop->nshards + 2)
-            mhd_accept_some(loop, loop->control_fd, now, place);
+            mhd_accept(loop, loop->control_fd, 1, now);
         else if (k < loop->nshards)
             atomic_store_explicit(&loop->shards[k].due, 1, memory_order_relaxed);
         else if (k == loop->nshards)
@@ -242,4 +242,5 @@ const struct mhd_backend mhd_backend_epoll = {
     .admit = mhd_loop_admit,
     .pace = mhd_loop_pace,
     .conn = conn_epoll,
+    .place = place,
 };

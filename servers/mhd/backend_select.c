@@ -67,7 +67,7 @@ static void run_select(struct mhd_loop *loop, uint64_t wait_us)
         if (fd < 0 || !FD_ISSET(fd, &rs))
             continue;
         FD_CLR(fd, &rs);
-        uint64_t rest = mhd_accept_some(loop, fd, now, NULL);
+        uint64_t rest = mhd_accept(loop, fd, i, now);
         if (rest)
             loop->accept_paused_until = now + rest;
     }

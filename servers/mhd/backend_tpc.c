@@ -73,7 +73,6 @@ static int tpc_pace(struct request *rq, uint64_t due_us, uint64_t now_us)
 static void tpc_quiesce(void *ctx)
 {
     mhd_accept_quiesce(ctx);
-    mhd_watch_close_idle(ctx);
 }
 
 /* On giving up, parked threads were handed back first (service_flush: they wait for that
@@ -101,6 +100,7 @@ static void tpc_wake(void *ctx)
 }
 
 const struct loop_backend mhd_core_backend_tpc = {
+    .adopt = mhd_adopt,
     .carry = tpc_carry,
     .quiesce = tpc_quiesce,
     .give_up = tpc_give_up,
@@ -124,7 +124,7 @@ void mhd_tpc_drain(struct app_server *srv)
 static int tpc_open(struct mhd_loop *loop, char *err)
 {
     int rc = mhd_open_accepting(loop, err);
-    if (rc == 0 && loop->srv->cfg->header_timeout_us) {
+    if (rc == 0 && loop->core.conns.every_us) {
         rc = -pthread_create(&loop->watch_thread, NULL, mhd_watch_main, loop);
         if (rc != 0)
             snprintf(err, CORE_ERR_LEN, "pthread_create: %s", strerror(-rc));

@@ -54,9 +54,9 @@ int mhd_start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err)
      * limit, at which it would close what it is handed, lies above it. */
     OPT(MHD_OPTION_CONNECTION_LIMIT, conn_limit + LIMIT_ROOM, NULL);
     OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, conn_memory(srv->cfg), NULL);
-    /* In seconds. libmicrohttpd never times out a suspended (waiting) connection. It also
-     * reclaims the connections its epoll mode loses when a client closes mid-body. */
-    OPT(MHD_OPTION_CONNECTION_TIMEOUT, (srv->cfg->idle_timeout_us + 999999) / 1000000, NULL);
+    /* No timeout of libmicrohttpd's (whole seconds): the core's sweeps keep the connections'
+     * clocks (conn.h). */
+    OPT(MHD_OPTION_CONNECTION_TIMEOUT, 0, NULL);
     OPT(MHD_OPTION_NOTIFY_COMPLETED, mhd_on_completed, shard);
     OPT(MHD_OPTION_NOTIFY_CONNECTION, mhd_on_connection, shard);
     OPT(MHD_OPTION_URI_LOG_CALLBACK, mhd_on_uri, shard);

@@ -90,7 +90,6 @@ static void quiesce(void *ctx)
 {
     struct mhd_loop *loop = ctx;
     loop->srv->backend->quiesce(loop);
-    mhd_watch_close_idle(loop);
 }
 
 static void wake(void *ctx)
@@ -115,6 +114,7 @@ static void earliest(void *ctx)
 }
 
 const struct loop_backend mhd_core_backend = {
+    .adopt = mhd_adopt,
     .carry = carry,
     .peer_gone = peer_gone,
     .quiesce = quiesce,
@@ -123,6 +123,7 @@ const struct loop_backend mhd_core_backend = {
 
 /* The poll model: MHD's own thread shares the heap. */
 const struct loop_backend mhd_core_backend_shared = {
+    .adopt = mhd_adopt,
     .carry = carry,
     .peer_gone = peer_gone,
     .quiesce = quiesce,
@@ -179,7 +180,7 @@ void *mhd_loop_main(void *arg)
 
     for (;;) {
         uint64_t now = timer_now_us();
-        mhd_watch_sweep(loop, now);
+        loop_sweep(&loop->core, now);
         /* Let MHD answer what was just resumed before waiting again. */
         if (loop_fire(&loop->core, now) && !srv->internal)
             mhd_run_shards(loop, 0);

@@ -67,19 +67,12 @@ struct request {
     int target_nul;          /* a NUL byte in the target cut libmicrohttpd's string short */
 };
 
-/* What slowsrv keeps of a connection (its socket context): libmicrohttpd has no header-read
- * timeout of its own (its timeout is for silence, which a slowloris never is), so each loop
- * keeps its connections in a list that it sweeps for overdue header blocks. */
-struct conn_watch {
-    struct conn_watch *prev, *next;
-    int fd;
-    int control;               /* it came on the control listener */
-    _Atomic uint64_t deadline; /* headers due by then (timer_now_us); 0 while none are read */
-    unsigned requests;         /* begun on this connection */
-    size_t target_bytes;       /* the current request's target, query included */
+/* A connection: its socket context. */
+struct mhd_conn {
+    struct conn c;       /* the core's (conn.h) */
+    size_t target_bytes; /* the current request's target, query included */
     struct MHD_Connection *conn;
     struct mhd_shard *shard;
-    atomic_int busy; /* a request is under way on it (from its request line to its end) */
 };
 
 struct mhd_loop {
@@ -95,12 +88,11 @@ struct mhd_loop {
                                      listening socket is left alone until then */
     /* epoll model: half-closed connections waiting to have their end of stream read
      * (backend_epoll.c). */
-    struct conn_watch *shut[MHD_SHUT_PENDING];
+    struct mhd_conn *shut[MHD_SHUT_PENDING];
     size_t nshut;
-    uint64_t accept_warned;
     pthread_t thread;
     int thread_started;
-    struct core_loop core; /* timers, inbox and stop (loop.h) */
+    struct core_loop core; /* timers, connections, inbox and stop (loop.h) */
     /* poll model only: MHD runs its own thread, so the heap is shared with it under `lock`, and
      * this loop's thread only fires timers, waiting on `wake` until the earliest deadline. */
     pthread_mutex_t lock;
@@ -112,12 +104,7 @@ struct mhd_loop {
     struct stats_shard *shard;
     atomic_size_t active; /* requests begun and not completed */
     struct MHD_Response *cache[ROUTE_MAX];
-    /* Connections, for --header-timeout: added and removed by libmicrohttpd's callbacks, swept
-     * by the loop's thread (thread-per-connection: a thread of its own). */
-    pthread_mutex_t watch_lock;
-    struct conn_watch *watched;
-    uint64_t next_sweep;
-    pthread_t watch_thread; /* thread-per-connection only */
+    pthread_t watch_thread; /* thread-per-connection: sweeps the connections (loop_sweep) */
     int watch_started;
     pthread_t accept_thread; /* poll, thread-per-connection: accepts until the stop */
     int accept_started;
@@ -166,7 +153,9 @@ struct mhd_backend {
      * until then, 1 once the wait is over (the reader asks again). */
     int (*pace)(struct request *rq, uint64_t due_us, uint64_t now_us);
     /* A connection opened (open 1) or is closing (0). NULL: nothing to do. */
-    void (*conn)(struct conn_watch *w, int open);
+    void (*conn)(struct mhd_conn *w, int open);
+    /* The daemon a new connection goes to. NULL: the loop's one. */
+    struct mhd_shard *(*place)(struct mhd_loop *loop);
 };
 
 extern const struct mhd_backend mhd_backend_epoll, mhd_backend_poll, mhd_backend_select,
@@ -178,21 +167,16 @@ int mhd_start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err);
 /* select, poll and thread-per-connection: the loop's one daemon. */
 int mhd_open_daemon(struct mhd_loop *loop, char *err);
 
-/* Accepts what is pending on listening socket fd (a bounded batch) under --max-connections and
- * gives each connection to the daemon of place(loop) (NULL: the loop's first). Returns 0, or
- * how long (µs) to leave the socket alone: SERVICE_LIMIT_RETRY_US at the limit,
- * NET_ACCEPT_PAUSE_US out of descriptors (conns.c). */
-uint64_t mhd_accept_some(struct mhd_loop *loop, int fd, uint64_t now,
-                         struct mhd_shard *(*place)(struct mhd_loop *loop));
+/* Accepts what is pending on listening socket fd (control: the control listener) through the
+ * core (loop_accept), which hands each connection to a daemon; returns what loop_accept returns,
+ * having logged its line. */
+uint64_t mhd_accept(struct mhd_loop *loop, int fd, int control, uint64_t now);
 
 /* poll and thread-per-connection: starts the loop's daemon and its accepting thread. */
 int mhd_open_accepting(struct mhd_loop *loop, char *err);
 
-/* Stops that thread (it ends at the stop) and closes the listening socket. */
+/* Stops that thread (it ends at the stop) and closes the listening sockets. */
 void mhd_accept_quiesce(struct mhd_loop *loop);
-
-/* The stop: shuts down the loop's connections that carry no request (conns.c). */
-void mhd_watch_close_idle(struct mhd_loop *loop);
 
 /* request.c */
 enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -209,11 +193,9 @@ void mhd_free_cache(struct MHD_Response **cache, size_t n);
 void mhd_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                        enum MHD_ConnectionNotificationCode toe);
 /* The connection's record, or NULL. */
-struct conn_watch *mhd_watch_of(struct MHD_Connection *conn);
-/* Its headers are due from now (--header-timeout), unless they are due already. */
-void mhd_watch_arm(struct mhd_loop *loop, struct conn_watch *w);
-/* Shuts down the connections whose headers are overdue; every so often, not each call. */
-void mhd_watch_sweep(struct mhd_loop *loop, uint64_t now);
+struct mhd_conn *mhd_conn_of(struct MHD_Connection *conn);
+/* The core loop's adopt (loop.h): the connection goes to a daemon of the loop's. */
+int mhd_adopt(void *ctx, int fd, const struct sockaddr *peer, socklen_t len, int control);
 /* thread-per-connection: a thread that sweeps, as no loop of ours runs. */
 void *mhd_watch_main(void *arg);
 

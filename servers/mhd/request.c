@@ -311,9 +311,7 @@ enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const cha
         rq->conn = conn;
         rq->shard = cls;
         rq->started = 1;
-        struct conn_watch *w = mhd_watch_of(conn);
-        if (w)
-            atomic_store_explicit(&w->deadline, 0, memory_order_relaxed);
+        struct mhd_conn *w = mhd_conn_of(conn);
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         struct head head;
@@ -329,11 +327,9 @@ enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const cha
             .raw_target_len = rq->raw_len,
             .header_bytes = header_bytes(conn, method, w ? w->target_bytes : strlen(url), version),
             .target_bytes = w ? w->target_bytes : 0,
-            .last = w && service_request_on_connection(loop->srv->svc, &w->requests),
-            .head = raw_head(rq, method, version, &head, fields),
-            .control = w && w->control};
-        enum exchange_do d =
-            exchange_on_head(rq->x, rq, loop->srv->svc, loop->shard, &in, on_admit);
+            .head = raw_head(rq, method, version, &head, fields)};
+        enum exchange_do d = exchange_on_head(rq->x, rq, w ? &w->c : NULL, loop->srv->svc,
+                                              loop->shard, &in, on_admit);
         atomic_fetch_add_explicit(&loop->active, 1, memory_order_relaxed);
         *req_cls = rq;
         return act(rq, d);
@@ -362,12 +358,11 @@ void *mhd_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     struct mhd_loop *loop = loop_of(cls);
     /* A later request on a kept-alive connection: its headers are due from its request line. */
-    struct conn_watch *w = mhd_watch_of(conn);
+    struct mhd_conn *w = mhd_conn_of(conn);
     size_t n = strlen(uri);
-    mhd_watch_arm(loop, w);
     if (w) {
+        conn_head_begins(&w->c, timer_now_us());
         w->target_bytes = n;
-        atomic_store_explicit(&w->busy, 1, memory_order_release);
     }
     struct request *rq = new_request();
     if (!rq)
@@ -391,10 +386,8 @@ void mhd_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 {
     struct mhd_loop *loop = loop_of(cls);
     struct request *rq = *req_cls;
-    struct conn_watch *w = mhd_watch_of(conn);
+    (void)conn;
     (void)toe;
-    if (w)
-        atomic_store_explicit(&w->busy, 0, memory_order_release);
     if (!rq)
         return;
     if (rq->started) {

@@ -136,7 +136,6 @@ static int mhd_server_start(struct app_server *srv, struct app_base *base, char 
         loop->shard = service_shard(srv->svc, i);
         atomic_init(&loop->active, 0);
         pthread_mutex_init(&loop->lock, NULL);
-        pthread_mutex_init(&loop->watch_lock, NULL);
         monotonic_cond_init(&loop->wake);
         /* --max-connections is enforced over all loops by the accept policy; any one loop may
          * hold them all, so each daemon and heap is sized for the whole limit. */
@@ -222,7 +221,6 @@ static void mhd_server_free(struct app_server *srv)
             loop_cleanup(&loop->core);
             pthread_cond_destroy(&loop->wake);
             pthread_mutex_destroy(&loop->lock);
-            pthread_mutex_destroy(&loop->watch_lock);
         }
     }
     free(srv->loops);

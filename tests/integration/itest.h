@@ -42,10 +42,6 @@ enum engine_feature {
     /* Spreads a loop's connections over daemons of 128, each with its own epoll set (slowsrv on
      * libmicrohttpd); libh2o's loop holds any number in one. */
     ENGINE_DAEMONS_OF_128 = 1u << 7,
-    /* Restarts --header-timeout at each request line of a kept-alive connection (slowsrv).
-     * libh2o 2.2.5 runs one clock per HTTP/1.1 request from the previous answer (the shorter of
-     * --header-timeout and --idle-timeout), so an idle pause before a request counts in it. */
-    ENGINE_HEADER_CLOCK_AT_REQUEST_LINE = 1u << 8,
 };
 
 /* One engine: how its binary names itself, its thread models and its features. */

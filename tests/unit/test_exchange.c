@@ -69,7 +69,7 @@ static enum exchange_do begin_with(struct exchange *x, struct fixture *f, const 
                                .target_len = strlen(target),
                                .lookup = lookup_pairs,
                                .ctx = &tr};
-    return exchange_on_head(x, NULL, &f->svc, stats_shard(f->st, 0), &rq, note_admit);
+    return exchange_on_head(x, NULL, NULL, &f->svc, stats_shard(f->st, 0), &rq, note_admit);
 }
 
 static void begin(struct exchange *x, struct fixture *f, const char *method, const char *target)
@@ -134,7 +134,7 @@ static void exchange_undelayed_answers_at_once(void)
     exchange_end(&x, &f.h);
     /* The connection's last request (--max-requests) closes after its answer. */
     struct route_request rq = {.method = "GET", .target = "/echo", .target_len = 5, .last = 1};
-    CHECK_INT(exchange_on_head(&x, NULL, &f.svc, stats_shard(f.st, 0), &rq, note_admit),
+    CHECK_INT(exchange_on_head(&x, NULL, NULL, &f.svc, stats_shard(f.st, 0), &rq, note_admit),
               EXCHANGE_DO_READ);
     CHECK_INT(exchange_next(&x), EXCHANGE_DO_ANSWER);
     CHECK_INT(x.plan.close, 1);

@@ -96,8 +96,9 @@ static void teardown(struct fake *f)
 static enum exchange_do begin_waiting(struct fake *f, struct exchange *x, const char *target)
 {
     struct route_request rq = {.method = "GET", .target = target, .target_len = strlen(target)};
-    CHECK_INT(exchange_on_head(x, NULL, &f->svc, stats_shard(f->svc.stats, 0), &rq, note_admit),
-              EXCHANGE_DO_READ);
+    CHECK_INT(
+        exchange_on_head(x, NULL, NULL, &f->svc, stats_shard(f->svc.stats, 0), &rq, note_admit),
+        EXCHANGE_DO_READ);
     CHECK_INT(exchange_next(x), EXCHANGE_DO_HOLD);
     return loop_hold(&f->l, x);
 }

@@ -17,7 +17,7 @@ static void report_shows_what_the_exchanges_did(void)
     CHECK_INT(service_init(&svc, &cfg, 2, NULL), 0);
     svc.report = report_text;
     struct route_request rq = {.method = "GET", .target = "/test", .target_len = 5};
-    CHECK_INT(exchange_on_head(&x, NULL, &svc, service_shard(&svc, 1), &rq, NULL),
+    CHECK_INT(exchange_on_head(&x, NULL, NULL, &svc, service_shard(&svc, 1), &rq, NULL),
               EXCHANGE_DO_READ);
     CHECK_INT(exchange_next(&x), EXCHANGE_DO_HOLD); /* its worker */
     CHECK_INT(exchange_hold(&x, NULL), EXCHANGE_DO_ANSWER);

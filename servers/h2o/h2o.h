@@ -1,0 +1,112 @@
+/*
+ * The libh2o engine's own declarations, shared by its files:
+ *
+ *   request.c   libh2o's requests turned into core events (exchange.h), and the core's answers
+ *               handed to libh2o
+ *   loop.c      a loop thread: libh2o's evloop as the core loop's backend (loop.h): accept, the
+ *               timerfd, the wake-up, the turns, the stop
+ *   server.c    libh2o's configuration and TLS, start and stop, the engine table
+ *   pool_fit.c  a waiting request's memory pool, cut to what it holds
+ */
+#ifndef SLOWSRV_H2O_H
+#define SLOWSRV_H2O_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <h2o.h>
+
+#include "../app.h"
+#include "run/loop.h"
+
+struct h2s_loop;
+
+/* A request: its record and, right after it in the request's pool, its exchange. */
+struct h2s_request {
+    struct exchange *x;
+    h2o_req_t *req;
+    struct h2s_loop *loop;
+    h2o_generator_t gen; /* the answer's */
+    uint64_t sent;       /* bytes of a paced body handed to libh2o so far */
+    /* Flags, a byte each: every waiting request carries this record. */
+    unsigned char sending;   /* bytes handed to libh2o and not yet sent (proceed is due) */
+    unsigned char head_sent; /* a paced body's head went out ahead of its first chunk */
+};
+
+/* A connection: the socket's on_close data. */
+struct h2s_conn {
+    struct conn c; /* the core's (conn.h) */
+    struct h2s_loop *loop;
+    h2o_socket_t *sock;
+};
+
+struct h2s_loop {
+    struct app_server *srv;
+    size_t index;
+    pthread_t thread;
+    int thread_started;
+    h2o_evloop_t *evloop;
+    h2o_context_t ctx;
+    h2o_accept_ctx_t accept_ctx;
+    int listen_fd;          /* until its libh2o socket owns it */
+    h2o_socket_t *listener; /* NULL once the stop began */
+    /* Loop 0 also serves the control listener (--control), on a context of its own. */
+    h2o_context_t ctl_ctx;
+    h2o_accept_ctx_t ctl_accept;
+    h2o_socket_t *ctl_listener;
+    int ctl_ready;
+    /* At the limit or out of descriptors (loop_accept), both listeners rest: one resume a
+     * length. */
+    h2o_timeout_t pause[2];
+    h2o_timeout_entry_t resume[2];
+    int timer_fd;
+    h2o_socket_t *timer_sock;
+    uint64_t armed_us; /* deadline the timerfd is armed for, 0 if disarmed */
+    /* Due requests are answered in the timeout phase of a turn, after its reads and before
+     * libh2o writes the turn's HTTP/2 frames: a 0 ms list made before the contexts' own, so that
+     * libh2o runs it first. The timerfd only wakes a loop that waits. */
+    h2o_timeout_t fire_phase;
+    h2o_timeout_entry_t fire_entry;
+    /* Written by other threads (the stop, a hand-back) until every loop has been joined, so it
+     * is closed only then (h2s_server_free). libh2o watches a duplicate, wake_poll_fd, and closes
+     * it with the loop: closing the one others write to raced a stop, which then wrote to a
+     * closed descriptor, or to whatever file had just been given its number. */
+    int wake_fd;
+    int wake_poll_fd; /* until the loop's libh2o socket owns it */
+    h2o_socket_t *wake_sock;
+    struct core_loop core; /* timers, connections, inbox and stop (loop.h) */
+    struct stats_shard *shard;
+    size_t active; /* requests begun and not disposed; loop thread only */
+};
+
+struct app_server {
+    const struct config *cfg;
+    const struct log *log;
+    struct service *svc; /* routes, worker pool, counters (the app's) */
+    size_t nloops;
+    struct h2s_loop *loops;
+    h2o_globalconf_t globalconf;
+    h2o_globalconf_t ctl_conf;
+    SSL_CTX *ssl_ctx;
+    int control_fd; /* the control listener until loop 0 takes it */
+    atomic_int stopping;
+    atomic_size_t ready; /* loops whose context and sockets are set up */
+};
+
+/* request.c */
+/* libh2o's handlers of the main and the control listener. */
+int h2s_on_req(h2o_handler_t *self, h2o_req_t *req);
+int h2s_on_control_req(h2o_handler_t *self, h2o_req_t *req);
+/* The core loop's carrying out of a due or handed-back request, and what it asks of one. */
+int h2s_carry(void *ctx, struct exchange *x, enum exchange_do d);
+int h2s_peer_gone(void *ctx, struct exchange *x);
+void h2s_prefetch(void *ctx, struct exchange *x, unsigned ahead);
+
+/* loop.c */
+void *h2s_loop_main(void *arg);
+extern const struct loop_backend h2s_backend;
+/* Asks this turn's timeout phase to answer what is due (a request was just read). */
+void h2s_want_fire(struct h2s_loop *loop);
+
+#endif

@@ -1,0 +1,328 @@
+/*
+ * A loop thread of slowsrv-h2o: libh2o's evloop as the core loop's backend (loop.h). The core
+ * decides when (its timer heap, armed on a timerfd; its sweeps; its stop); libh2o waits for the
+ * sockets, and the core's accepted connections are handed to it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "h2o.h"
+
+/* Idle connections closing after the stop: at most this long. */
+#define CLOSE_WAIT_US (1000 * 1000)
+
+/* Arms the timerfd for when the core loop answers next (loop_next_fire_us). */
+static void arm_timer(struct h2s_loop *loop)
+{
+    uint64_t due = loop_next_fire_us(&loop->core, timer_now_us());
+    /* An earlier deadline than the armed one must re-arm; a later one can wait for the next
+     * expiry, which re-arms from the heap anyway. */
+    if (due == loop->armed_us || (due && loop->armed_us && loop->armed_us < due))
+        return;
+    struct itimerspec its = {.it_value = {(time_t)(due / 1000000), (long)(due % 1000000) * 1000}};
+    timerfd_settime(loop->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+    loop->armed_us = due;
+}
+
+/* Asks this turn's timeout phase to answer what is due by then (on_fire). Called by the
+ * timerfd, by every request read and between turns while more are due (serve). The timerfd alone
+ * was not enough: epoll hands out ready sockets in the order they became ready, 256 a turn, so
+ * with thousands of connections readable the timerfd waited turns behind them, and a wave of
+ * due answers went out late (doc/benchmarks.md). */
+void h2s_want_fire(struct h2s_loop *loop)
+{
+    if (!h2o_timeout_is_linked(&loop->fire_entry))
+        h2o_timeout_link(loop->evloop, &loop->fire_phase, &loop->fire_entry);
+}
+
+static void on_fire(h2o_timeout_entry_t *entry)
+{
+    struct h2s_loop *loop = H2O_STRUCT_FROM_MEMBER(struct h2s_loop, fire_entry, entry);
+    if (loop_fire(&loop->core, timer_now_us()))
+        loop->armed_us = 0; /* re-armed from the heap */
+    arm_timer(loop);
+}
+
+static void on_timer(h2o_socket_t *sock, const char *err)
+{
+    struct h2s_loop *loop = sock->data;
+    uint64_t expirations;
+    (void)err;
+    if (read(loop->timer_fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
+        LOG(loop->srv->log, LOG_LEVEL_WARN, "timerfd read: %s", strerror(errno));
+    loop->armed_us = 0; /* expired: nothing is armed now */
+    h2s_want_fire(loop);
+}
+
+static void on_wake(h2o_socket_t *sock, const char *err)
+{
+    struct h2s_loop *loop = sock->data;
+    uint64_t v;
+    (void)err;
+    if (read(loop->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
+        return;
+    /* Handed back by the pool; a stop is seen by the loop after this turn. */
+    loop_inbox_take(&loop->core);
+}
+
+static void on_conn_close(void *data)
+{
+    struct h2s_conn *c = data;
+    loop_conn_closed(&c->loop->core, &c->c);
+    free(c);
+}
+
+static void on_accept(h2o_socket_t *listener, const char *err);
+
+/* A listener rests at the limit or out of descriptors (loop_accept); both start again here. */
+static void resume_listeners(struct h2s_loop *loop)
+{
+    if (loop->listener)
+        h2o_socket_read_start(loop->listener, on_accept);
+    if (loop->ctl_listener)
+        h2o_socket_read_start(loop->ctl_listener, on_accept);
+}
+
+static void on_resume_limit(h2o_timeout_entry_t *entry)
+{
+    resume_listeners(H2O_STRUCT_FROM_MEMBER(struct h2s_loop, resume[0], entry));
+}
+
+static void on_resume_starved(h2o_timeout_entry_t *entry)
+{
+    resume_listeners(H2O_STRUCT_FROM_MEMBER(struct h2s_loop, resume[1], entry));
+}
+
+static void on_accept(h2o_socket_t *listener, const char *err)
+{
+    struct h2s_loop *loop = listener->data;
+    char msg[160];
+    if (err)
+        return;
+    uint64_t rest = loop_accept(&loop->core, h2o_socket_get_fd(listener),
+                                listener == loop->ctl_listener, timer_now_us(), msg, sizeof msg);
+    if (msg[0])
+        LOG(loop->srv->log, LOG_LEVEL_WARN, "%s", msg);
+    if (!rest)
+        return;
+    h2o_socket_read_stop(listener);
+    int k = rest == SERVICE_LIMIT_RETRY_US ? 0 : 1;
+    if (!h2o_timeout_is_linked(&loop->resume[k]))
+        h2o_timeout_link(loop->evloop, &loop->pause[k], &loop->resume[k]);
+}
+
+/* The core loop's backend (loop.h). */
+static int adopt(void *ctx, int fd, const struct sockaddr *peer, socklen_t len, int control)
+{
+    struct h2s_loop *loop = ctx;
+    struct h2s_conn *c = malloc(sizeof *c);
+    (void)peer;
+    (void)len;
+    if (!c) {
+        close(fd);
+        return -1;
+    }
+    h2o_socket_t *sock =
+        h2o_evloop_socket_create(loop->evloop, fd, H2O_SOCKET_FLAG_IS_ACCEPTED_CONNECTION);
+    c->loop = loop;
+    c->sock = sock;
+    loop_conn_opened(&loop->core, &c->c, fd, control);
+    sock->on_close.cb = on_conn_close;
+    sock->on_close.data = c;
+    h2o_accept(control ? &loop->ctl_accept : &loop->accept_ctx, sock);
+    return 0;
+}
+
+/* An HTTP/1.x connection's input buffer holds what libh2o read of the next request's head. */
+static int reading(void *ctx, struct conn *c)
+{
+    h2o_socket_t *sock = ((struct h2s_conn *)(void *)c)->sock;
+    (void)ctx;
+    return sock->input && sock->input->size > 0;
+}
+
+/* Stops accepting on the main listener; the control listener serves on until the end. */
+static void quiesce(void *ctx)
+{
+    struct h2s_loop *loop = ctx;
+    if (!loop->listener)
+        return;
+    h2o_socket_read_stop(loop->listener);
+    h2o_socket_close(loop->listener);
+    loop->listener = NULL;
+}
+
+static void wake(void *ctx)
+{
+    struct h2s_loop *loop = ctx;
+    uint64_t one = 1;
+    if (write(loop->wake_fd, &one, sizeof one) < 0)
+        LOG(loop->srv->log, LOG_LEVEL_WARN, "cannot wake loop %zu: %s", loop->index,
+            strerror(errno));
+}
+
+/* A timer just queued is the earliest: the timerfd is armed for it. */
+static void earliest(void *ctx)
+{
+    arm_timer(ctx);
+}
+
+const struct loop_backend h2s_backend = {
+    .adopt = adopt,
+    .reading = reading,
+    .carry = h2s_carry,
+    .peer_gone = h2s_peer_gone,
+    .prefetch = h2s_prefetch,
+    .quiesce = quiesce,
+    .wake = wake,
+    .earliest = earliest,
+};
+
+static int conns_open(h2o_context_t *ctx)
+{
+    return !h2o_linklist_is_empty(&ctx->http1._conns) || !h2o_linklist_is_empty(&ctx->http2._conns);
+}
+
+/* One turn of libh2o's loop, waiting up to wait_us; 0, or -1 on a loop error. libh2o returns -1
+ * on EINTR too, which is not one. */
+static int turn(struct h2s_loop *loop, uint64_t wait_us)
+{
+    uint64_t ms = (wait_us + 999) / 1000;
+    if (h2o_evloop_run(loop->evloop, (int32_t)(ms < INT32_MAX ? ms : INT32_MAX)) != 0 &&
+        errno != EINTR) {
+        LOG(loop->srv->log, LOG_LEVEL_ERROR, "event loop: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Turns until ctx's connections are closed, for at most CLOSE_WAIT_US. */
+static void close_wait(struct h2s_loop *loop, h2o_context_t *ctx)
+{
+    uint64_t until = timer_now_us() + CLOSE_WAIT_US;
+    while (conns_open(ctx) && timer_now_us() < until && turn(loop, LOOP_DRAIN_TICK_US) == 0)
+        ;
+}
+
+/* Serves until the stop is over (loop_stop_step). */
+static void serve(struct h2s_loop *loop)
+{
+    for (;;) {
+        uint64_t now = timer_now_us();
+        uint64_t wait_us = loop_wait_us(&loop->core, now, LOOP_TICK_US);
+        if (loop_stop_step(&loop->core, atomic_load(&loop->srv->stopping), loop->active, now,
+                           &wait_us))
+            return;
+        loop_sweep(&loop->core, now);
+        if (loop->core.more_due)
+            h2s_want_fire(loop); /* and libh2o's next turn does not wait */
+        if (turn(loop, wait_us) != 0)
+            return;
+    }
+}
+
+/* Releases the loop in its own thread, as libh2o's buffer caches are per thread. A context
+ * with connections still open (after the extra second) is left as it is: disposing it would
+ * pull memory from under them. */
+static void teardown(struct h2s_loop *loop)
+{
+    if (loop->ctl_ready) {
+        h2o_socket_read_stop(loop->ctl_listener);
+        h2o_socket_close(loop->ctl_listener);
+        loop->ctl_listener = NULL;
+        close_wait(loop, &loop->ctl_ctx);
+    }
+    h2o_socket_read_stop(loop->timer_sock);
+    h2o_socket_close(loop->timer_sock);
+    h2o_socket_read_stop(loop->wake_sock);
+    h2o_socket_close(loop->wake_sock);
+    loop->timer_fd = -1;
+    h2o_evloop_run(loop->evloop, 0);
+    if (conns_open(&loop->ctx) || (loop->ctl_ready && conns_open(&loop->ctl_ctx))) {
+        LOG(loop->srv->log, LOG_LEVEL_WARN, "loop %zu: connections still open at exit",
+            loop->index);
+        return;
+    }
+    if (loop->ctl_ready)
+        h2o_context_dispose(&loop->ctl_ctx);
+    /* request_shutdown left HTTP/2's graceful-shutdown timer linked; dispose insists that
+     * every timer list is empty. */
+    if (h2o_timeout_is_linked(&loop->ctx.http2._graceful_shutdown_timeout))
+        h2o_timeout_unlink(&loop->ctx.http2._graceful_shutdown_timeout);
+    h2o_context_dispose(&loop->ctx);
+    if (h2o_timeout_is_linked(&loop->fire_entry))
+        h2o_timeout_unlink(&loop->fire_entry);
+    h2o_timeout_dispose(loop->evloop, &loop->fire_phase);
+    for (int k = 0; k < 2; k++) {
+        if (h2o_timeout_is_linked(&loop->resume[k]))
+            h2o_timeout_unlink(&loop->resume[k]);
+        h2o_timeout_dispose(loop->evloop, &loop->pause[k]);
+    }
+    h2o_evloop_destroy(loop->evloop);
+    loop->evloop = NULL;
+    /* Empty this thread's socket-buffer cache through the public allocator calls. */
+    h2o_mem_recycle_t *cache = &h2o_socket_buffer_prototype.allocator;
+    while (cache->cnt > 0)
+        free(h2o_mem_alloc_recycle(cache, 0));
+}
+
+/* A socket of the loop's evloop, read by cb. */
+static h2o_socket_t *watch(struct h2s_loop *loop, int fd, h2o_socket_cb cb)
+{
+    h2o_socket_t *sock = h2o_evloop_socket_create(loop->evloop, fd, H2O_SOCKET_FLAG_DONT_READ);
+    sock->data = loop;
+    h2o_socket_read_start(sock, cb);
+    return sock;
+}
+
+void *h2s_loop_main(void *arg)
+{
+    struct h2s_loop *loop = arg;
+    struct app_server *srv = loop->srv;
+
+    /* libh2o keeps per-thread buffer pools: the loop and context are made in their thread.
+     * A connection's input buffer holds its request's head until the answer is sent. libh2o
+     * makes it 8 KiB, and reads with 4 KiB free at least: 4 KiB and room for a usual head (a
+     * larger one grows the buffer) hold a waiting HTTP/1.1 connection to nginx's memory. */
+    h2o_socket_buffer_prototype._initial_buf.capacity = H2O_SOCKET_INITIAL_INPUT_BUFFER_SIZE + 512;
+    loop->evloop = h2o_evloop_create();
+    /* Before the contexts' lists: libh2o runs a turn's timeout lists in the order made. */
+    h2o_timeout_init(loop->evloop, &loop->fire_phase, 0);
+    loop->fire_entry.cb = on_fire;
+    h2o_timeout_init(loop->evloop, &loop->pause[0], SERVICE_LIMIT_RETRY_US / 1000);
+    loop->resume[0].cb = on_resume_limit;
+    h2o_timeout_init(loop->evloop, &loop->pause[1], NET_ACCEPT_PAUSE_US / 1000);
+    loop->resume[1].cb = on_resume_starved;
+    h2o_context_init(&loop->ctx, loop->evloop, &srv->globalconf);
+    loop->accept_ctx = (h2o_accept_ctx_t){
+        .ctx = &loop->ctx, .hosts = srv->globalconf.hosts, .ssl_ctx = srv->ssl_ctx};
+    loop->listener = watch(loop, loop->listen_fd, on_accept);
+    loop->listen_fd = -1; /* the listener socket owns it now */
+    loop->timer_sock = watch(loop, loop->timer_fd, on_timer);
+    loop->wake_sock = watch(loop, loop->wake_poll_fd, on_wake);
+    loop->wake_poll_fd = -1; /* the socket owns it now */
+    if (loop->index == 0 && srv->control_fd >= 0) {
+        h2o_context_init(&loop->ctl_ctx, loop->evloop, &srv->ctl_conf);
+        loop->ctl_accept = (h2o_accept_ctx_t){.ctx = &loop->ctl_ctx, .hosts = srv->ctl_conf.hosts};
+        loop->ctl_listener = watch(loop, srv->control_fd, on_accept);
+        srv->control_fd = -1;
+        loop->ctl_ready = 1;
+    }
+    atomic_fetch_add(&srv->ready, 1);
+
+    serve(loop);
+    /* Idle keep-alive connections and HTTP/2 sessions are asked to close, and get one more
+     * second. libh2o 2.2.5 leaves an idle HTTP/1 keep-alive connection open on a shutdown
+     * request: what is still open then is shut down under it, and libh2o closes it (and frees
+     * it) on the end of stream it then reads. */
+    h2o_context_request_shutdown(&loop->ctx);
+    close_wait(loop, &loop->ctx);
+    conn_shut_all(&loop->core.conns);
+    close_wait(loop, &loop->ctx);
+    teardown(loop);
+    return NULL;
+}

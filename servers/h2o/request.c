@@ -1,0 +1,378 @@
+/*
+ * libh2o's requests turned into core events (exchange.h), and the core's answers handed to
+ * libh2o: whole, paced, or cut.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "base/net.h"
+#include "h2o.h"
+#include "pool_fit.h"
+
+/* The socket under req, or NULL. */
+static h2o_socket_t *socket_of(h2o_req_t *req)
+{
+    return req->conn->callbacks->get_socket ? req->conn->callbacks->get_socket(req->conn) : NULL;
+}
+
+/* `name` in its canonical case ("Content-Type"): HTTP/1 sends it as given, HTTP/2 lowercased
+ * (libh2o keeps header names that way). */
+static void add_header(h2o_req_t *req, const char *name, const char *value)
+{
+    size_t n = strlen(name);
+    char *lower = h2o_mem_alloc_pool(&req->pool, n);
+    for (size_t i = 0; i < n; i++)
+        lower[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] - 'A' + 'a' : name[i]);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, lower, n, 1, name, value, strlen(value));
+}
+
+static void on_sent(h2o_generator_t *gen, h2o_req_t *req)
+{
+    (void)gen;
+    (void)req;
+}
+
+static void on_stop(h2o_generator_t *gen, h2o_req_t *req)
+{
+    /* The client left: on_dispose ends the request, and with it any timer. */
+    (void)gen;
+    (void)req;
+}
+
+/* Hands libh2o the next bytes of a paced body, or queues the timer of the next chunk. Runs when
+ * the answer starts, when libh2o has sent the previous bytes (proceed) and when the timer pops. */
+static void send_paced(struct h2s_request *r)
+{
+    size_t len;
+    uint64_t due;
+    const char *bytes;
+    h2o_iovec_t buf;
+    switch (exchange_body_take(r->x, timer_now_us(), r->sent, SIZE_MAX, &bytes, &len, &due)) {
+    case EXCHANGE_BODY_SEND:
+        buf = h2o_iovec_init(bytes, len);
+        r->sent += len;
+        r->sending = 1;
+        h2o_send(r->req, &buf, 1,
+                 r->sent == r->req->res.content_length ? H2O_SEND_STATE_FINAL
+                                                       : H2O_SEND_STATE_IN_PROGRESS);
+        return;
+    case EXCHANGE_BODY_DONE:
+        h2o_send(r->req, NULL, 0, H2O_SEND_STATE_FINAL);
+        return;
+    case EXCHANGE_BODY_CUT:
+        /* HTTP/1: the connection closes short of Content-Length; HTTP/2: the stream is reset. */
+        h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
+        return;
+    case EXCHANGE_BODY_WAIT:
+        break;
+    }
+    if (loop_pace(&r->loop->core, r->x, due) != EXCHANGE_DO_WAIT) {
+        h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
+        return;
+    }
+    /* The head goes out when the delay ends, as slowsrv's does, not with the first chunk:
+     * libh2o writes it on the first send, so send nothing yet. */
+    if (!r->head_sent && !r->sending) {
+        r->head_sent = 1;
+        r->sending = 1;
+        h2o_send(r->req, NULL, 0, H2O_SEND_STATE_IN_PROGRESS);
+    }
+}
+
+static void on_paced_proceed(h2o_generator_t *gen, h2o_req_t *req)
+{
+    struct h2s_request *r = H2O_STRUCT_FROM_MEMBER(struct h2s_request, gen, gen);
+    (void)req;
+    /* libh2o may ask again while the next chunk's timer runs: that timer sends it. */
+    if (!r->sending)
+        return;
+    r->sending = 0;
+    if (exchange_next(r->x) == EXCHANGE_DO_CLOSE) /* cut short while libh2o sent */
+        h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
+    else
+        send_paced(r);
+}
+
+/* The core's answer (exchange_answer_of). Its body is sent as it is, not copied (h2o_send_inline
+ * would copy it into the request's pool): it lives as long as the request, and a client that
+ * stops reading, or an HTTP/2 stream whose window stays shut, holds no copy of a large body. */
+static void respond(struct h2s_request *r)
+{
+    h2o_req_t *req = r->req;
+    struct answer a;
+    exchange_answer_of(r->x, &a);
+    req->res.status = (int)a.status;
+    req->res.reason = a.reason;
+    /* SIZE_MAX: libh2o then sends no content-length (and no chunked coding for these). */
+    req->res.content_length = a.bodiless ? SIZE_MAX : a.body_len;
+    /* HTTP/1 closes after the answer: libh2o writes Connection: close itself. */
+    for (size_t i = 0; i < a.nheaders; i++)
+        if (strcasecmp(a.headers[i].name, "Connection") != 0)
+            add_header(req, a.headers[i].name, a.headers[i].value);
+    if (a.close)
+        req->http1_is_persistent = 0;
+    exchange_answer(r->x);
+    r->gen.proceed = a.paced ? on_paced_proceed : on_sent;
+    r->gen.stop = on_stop;
+    h2o_start_response(req, &r->gen);
+    if (a.paced) {
+        send_paced(r);
+        return;
+    }
+    /* HEAD: the head alone (h2o_send, unlike h2o_send_inline, would send the body too). */
+    int head = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"));
+    h2o_iovec_t buf = h2o_iovec_init(a.body, a.body_len);
+    h2o_send(req, &buf, a.body_len && !head ? 1 : 0, H2O_SEND_STATE_FINAL);
+}
+
+/* The core said to reset or close the connection, or the client is gone: libh2o 2.2.5 has no call
+ * to drop a connection from a handler, so the socket is broken under it, shut down (the client
+ * reads an end of stream) or reset (net_reset), and the request ends in error before its head:
+ * HTTP/1 closes the connection, HTTP/2 resets the stream (and every stream of the connection
+ * ends with it). */
+static void break_connection(struct h2s_request *r, int rst)
+{
+    h2o_socket_t *sock = socket_of(r->req);
+    if (sock && rst)
+        net_reset(h2o_socket_get_fd(sock));
+    else if (sock)
+        shutdown(h2o_socket_get_fd(sock), SHUT_RDWR);
+    /* libh2o cannot end a request before its head; this one is never written, as the socket
+     * under it is broken already. */
+    r->req->res.status = 500;
+    r->req->http1_is_persistent = 0;
+    r->gen.proceed = on_sent;
+    r->gen.stop = on_stop;
+    h2o_start_response(r->req, &r->gen);
+    h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
+}
+
+/* Carries out what the core said. */
+static void act(struct h2s_request *r, enum exchange_do d)
+{
+    switch (d) {
+    case EXCHANGE_DO_HOLD: /* nothing to suspend: a handler that returned is left waiting */
+        act(r, loop_hold(&r->loop->core, r->x));
+        return;
+    case EXCHANGE_DO_ANSWER:
+        respond(r);
+        return;
+    case EXCHANGE_DO_SEND:
+        if (!r->sending) /* else libh2o still sends the previous chunk; proceed sends on */
+            send_paced(r);
+        return;
+    case EXCHANGE_DO_RESET:
+    case EXCHANGE_DO_CLOSE:
+    case EXCHANGE_DO_DROP:
+        if (!exchange_has_answered(r->x))
+            break_connection(r, d == EXCHANGE_DO_RESET);
+        else if (!r->sending) /* a paced body cut short; else proceed cuts it */
+            h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
+        return;
+    case EXCHANGE_DO_WAIT: /* its timer is queued */
+    case EXCHANGE_DO_READ:
+    case EXCHANGE_DO_PARK:
+    case EXCHANGE_DO_DONE:
+        return;
+    }
+}
+
+int h2s_carry(void *ctx, struct exchange *x, enum exchange_do d)
+{
+    struct h2s_request *r = exchange_owner(x);
+    (void)ctx;
+    /* libh2o sends an HTTP/2 answer when the turn ends, an HTTP/1 answer as it is made. */
+    int deferred = r->req->version >= 0x200;
+    act(r, d);
+    return deferred;
+}
+
+/* HTTP/1 does not watch a connection while its request waits; look at the socket. HTTP/2
+ * disposes a reset or closed stream itself, so a live request there is wanted. */
+int h2s_peer_gone(void *ctx, struct exchange *x)
+{
+    h2o_req_t *req = ((struct h2s_request *)exchange_owner(x))->req;
+    h2o_socket_t *sock = socket_of(req);
+    (void)ctx;
+    return sock && req->version < 0x200 && net_peer_gone(h2o_socket_get_fd(sock));
+}
+
+/* A request has waited its delay, so its record and libh2o's request are out of the cache: the
+ * next answer's pool, the one after's libh2o request, the third's record. */
+void h2s_prefetch(void *ctx, struct exchange *x, unsigned ahead)
+{
+    struct h2s_request *r = exchange_owner(x);
+    (void)ctx;
+    if (ahead == 1) {
+        __builtin_prefetch(r->req->pool.chunks);
+    } else if (ahead == 2) {
+        for (size_t off = 0; off < sizeof *r->req; off += 64)
+            __builtin_prefetch((const char *)r->req + off);
+    } else {
+        __builtin_prefetch(&r->req);
+        __builtin_prefetch(r->x);
+    }
+}
+
+/* A parked request got its worker, or the server is stopping: hand it to its loop. Runs on any
+ * thread, under the pool's lock. */
+static void on_admit(struct pool_entry *e)
+{
+    struct h2s_request *r = exchange_owner(exchange_of_entry(e));
+    loop_inbox_put(&r->loop->core, r->x);
+}
+
+/* Runs as libh2o clears the request's pool, before its chunks go: p is the shared handle that
+ * points at the record (begin_request). */
+static void on_dispose(void *p)
+{
+    struct h2s_request *r = *(struct h2s_request **)p;
+    /* Out of the pool, the heap and the inbox: once this has returned, no thread can hand r
+     * back. */
+    loop_end(&r->loop->core, r->x);
+    r->loop->active--;
+}
+
+static long on_lookup(void *ctx, enum route_input kind, const char *name, char *buf, size_t len)
+{
+    h2o_req_t *req = ctx;
+    if (kind == ROUTE_QUERY) {
+        if (req->query_at == SIZE_MAX)
+            return -1;
+        return target_query_param(req->path.base + req->query_at + 1,
+                                  req->path.len - req->query_at - 1, name, buf, len);
+    }
+    for (size_t i = 0; i < req->headers.size; i++) {
+        const h2o_header_t *h = &req->headers.entries[i];
+        if (h->name->len == strlen(name) && strncasecmp(h->name->base, name, h->name->len) == 0)
+            return route_value_copy(h->value.base, h->value.len, buf, len);
+    }
+    return -1;
+}
+
+/* libh2o 2.2.5 takes much larger header blocks than libmicrohttpd; the core holds both engines
+ * to the same limits. */
+static size_t header_bytes(const h2o_req_t *req)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < req->headers.size; i++)
+        n += req->headers.entries[i].name->len + req->headers.entries[i].value.len + 4;
+    return n;
+}
+
+/* picohttpparser's request parser: libh2o exports it, Debian ships no header for it. */
+struct phr_header {
+    const char *name;
+    size_t name_len;
+    const char *value;
+    size_t value_len;
+};
+int phr_parse_request(const char *buf, size_t len, const char **method, size_t *method_len,
+                      const char **path, size_t *path_len, int *minor_version,
+                      struct phr_header *headers, size_t *num_headers, size_t last_len);
+
+/* The HTTP/1.x head of req as received, parsed again into *h (fields into f), or NULL over
+ * HTTP/2 or if the buffer does not start with this request (then libh2o's own checks stand).
+ * libh2o keeps only the first Content-Length, folds Host, Expect and Transfer-Encoding away from
+ * req->headers, and reads the body before the handler; but its HTTP/1.x connection keeps the
+ * head as received at the start of the socket's input buffer until the answer is done. */
+static const struct head *raw_head(h2o_req_t *req, struct head *h, struct head_field *f)
+{
+    h2o_socket_t *sock = req->version < 0x200 ? socket_of(req) : NULL;
+    h2o_buffer_t *in = sock ? sock->input : NULL;
+    struct phr_header ph[HEAD_MAX_FIELDS + 1];
+    size_t n = HEAD_MAX_FIELDS + 1;
+    const char *m, *path;
+    size_t mlen, plen;
+    int minor;
+    if (!in ||
+        phr_parse_request(in->bytes, in->size, &m, &mlen, &path, &plen, &minor, ph, &n, 0) <= 0 ||
+        mlen != req->method.len || memcmp(m, req->method.base, mlen) != 0 ||
+        plen != req->path.len || memcmp(path, req->path.base, plen) != 0)
+        return NULL;
+    *h = (struct head){.method = m,
+                       .mlen = mlen,
+                       .target = path,
+                       .tlen = plen,
+                       .minor = (unsigned)minor,
+                       .fields = f,
+                       .nfields = n};
+    for (size_t i = 0; i < n && i < HEAD_MAX_FIELDS; i++) {
+        /* picohttpparser gives a continuation line as a field without a name. */
+        h->folded |= ph[i].name == NULL;
+        f[i] = (struct head_field){ph[i].name ? ph[i].name : "", ph[i].name ? ph[i].name_len : 0,
+                                   ph[i].value, ph[i].value_len};
+    }
+    return h;
+}
+
+/* A request of loop's main or control listener, read whole by libh2o: the core plans and answers
+ * it (exchange.h). Due requests are answered at the end of the turn (on_fire), never from here:
+ * answering them while arrivals are read ties the two together, so that one second's answers
+ * and the next second's arrivals gather into a burst that never spreads out again. */
+static int begin_request(struct h2s_loop *loop, h2o_req_t *req)
+{
+    char method[32];
+    size_t mlen = req->method.len < sizeof method - 1 ? req->method.len : sizeof method - 1;
+    memcpy(method, req->method.base, mlen);
+    method[mlen] = '\0';
+    /* The record and its exchange live in the request's pool, whose first chunk (4 KiB) every
+     * request has and little of which libh2o fills; a small shared handle brings on_dispose. A
+     * record of its own (malloc) cost 0.6 KiB more a waiting request. */
+    size_t rsize =
+        (sizeof(struct h2s_request) + EXCHANGE_ALIGN - 1) / EXCHANGE_ALIGN * EXCHANGE_ALIGN;
+    struct h2s_request *r = h2o_mem_alloc_pool(&req->pool, rsize + exchange_size());
+    struct h2s_request **handle = h2o_mem_alloc_shared(&req->pool, sizeof *handle, on_dispose);
+    *handle = r;
+    *r = (struct h2s_request){
+        .x = (struct exchange *)(void *)((char *)r + rsize), .req = req, .loop = loop};
+    h2o_socket_t *sock = socket_of(req);
+    struct h2s_conn *c = sock ? sock->on_close.data : NULL;
+    struct sockaddr_storage peer;
+    socklen_t plen = req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&peer);
+    struct head head;
+    struct head_field fields[HEAD_MAX_FIELDS];
+    /* Routed by the normalized path (percent-decoded, no dot segments), as libmicrohttpd does;
+     * the query is read raw (on_lookup), and the limits and the log see the target as sent. */
+    struct route_request in = {.method = method,
+                               .target = req->path_normalized.base,
+                               .target_len = req->path_normalized.len,
+                               .target_bytes = req->path.len,
+                               .raw_target = req->path.base,
+                               .raw_target_len = req->path.len,
+                               .lookup = on_lookup,
+                               .ctx = req,
+                               .peer = plen ? (struct sockaddr *)&peer : NULL,
+                               .header_bytes = header_bytes(req),
+                               .head = raw_head(req, &head, fields),
+                               .h2 = req->version >= 0x200};
+    enum exchange_do d =
+        exchange_on_head(r->x, r, c ? &c->c : NULL, loop->srv->svc, loop->shard, &in, on_admit);
+    loop->active++;
+    /* libh2o has read the whole body already. */
+    if (d == EXCHANGE_DO_READ && req->entity.base)
+        d = exchange_on_body(r->x, req->entity.base, req->entity.len);
+    if (d == EXCHANGE_DO_READ || d == EXCHANGE_DO_ANSWER)
+        d = exchange_next(r->x);
+    /* A request about to wait keeps only what its pool holds, not libh2o's 4 KiB chunk: nothing
+     * but the request, its pool and the handle point into the pool yet (pool_fit.h). */
+    if (d == EXCHANGE_DO_HOLD)
+        *handle = r = pool_fit(req, r);
+    act(r, d);
+    h2s_want_fire(loop);
+    return 0;
+}
+
+int h2s_on_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    (void)self;
+    return begin_request(H2O_STRUCT_FROM_MEMBER(struct h2s_loop, ctx, req->conn->ctx), req);
+}
+
+int h2s_on_control_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    (void)self;
+    return begin_request(H2O_STRUCT_FROM_MEMBER(struct h2s_loop, ctl_ctx, req->conn->ctx), req);
+}
