@@ -55,6 +55,7 @@ struct exchange {
     unsigned char waits;          /* counted as waiting on its connection (conn_wait) */
     void *owner;                  /* the engine's record (exchange_owner) */
     struct conn *conn;            /* its connection, or NULL */
+    void *home;                   /* the loop it was begun on (loop_begin), or NULL */
     struct stats_shard *shard;
     struct service *svc;            /* whose stop makes every answer close its connection */
     struct route_table *table;      /* the generation that planned it, held until _end; NULL

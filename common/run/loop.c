@@ -2,6 +2,7 @@
 #include "run/exchange_impl.h"
 
 #include <errno.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "base/net.h"
@@ -22,11 +23,13 @@ static void unlock(struct core_loop *l)
 }
 
 int loop_init(struct core_loop *l, const struct loop_backend *be, void *ctx, struct service *svc,
-              size_t max_waiting, uint64_t grace_us)
+              size_t index, size_t max_waiting, uint64_t grace_us)
 {
     l->be = be;
     l->ctx = ctx;
     l->svc = svc;
+    l->shard = service_shard(svc, index);
+    atomic_init(&l->active, 0);
     l->fired_us = 0;
     l->more_due = 0;
     l->inbox = NULL;
@@ -35,8 +38,14 @@ int loop_init(struct core_loop *l, const struct loop_backend *be, void *ctx, str
     conn_registry_init(&l->conns, svc ? svc->cfg->header_timeout_us : 0,
                        svc ? svc->cfg->idle_timeout_us : 0);
     pthread_mutex_init(&l->inbox_lock, NULL);
-    if (timer_heap_init(&l->timers, max_waiting ? max_waiting : 1) != 0)
+    if ((l->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+        loop_cleanup(l);
+        return -EMFILE;
+    }
+    if (timer_heap_init(&l->timers, max_waiting ? max_waiting : 1) != 0) {
+        loop_cleanup(l);
         return -ENOMEM;
+    }
     return 0;
 }
 
@@ -45,6 +54,7 @@ void loop_cleanup(struct core_loop *l)
     timer_heap_cleanup(&l->timers);
     conn_registry_cleanup(&l->conns);
     pthread_mutex_destroy(&l->inbox_lock);
+    net_close(&l->wake_fd);
 }
 
 /* Asks the backend to prefetch for the next three due requests, while one is answered. */
@@ -188,8 +198,70 @@ enum exchange_do loop_pace(struct core_loop *l, struct exchange *x, uint64_t due
     return d;
 }
 
+/* The pool admitted a parked request (any thread, the pool's lock held). */
+static void admitted(struct pool_entry *e)
+{
+    struct exchange *x = exchange_of_entry(e);
+    struct core_loop *l = x->home;
+    if (l->be->admit)
+        l->be->admit(l->ctx, x);
+    else
+        loop_inbox_put(l, x);
+}
+
+enum exchange_do loop_begin(struct core_loop *l, struct exchange *x, void *owner, struct conn *c,
+                            const struct route_request *rq)
+{
+    x->home = l;
+    atomic_fetch_add_explicit(&l->active, 1, memory_order_relaxed);
+    return exchange_on_head(x, owner, c, l->svc, l->shard, rq, admitted);
+}
+
+void loop_wake(struct core_loop *l)
+{
+    uint64_t one = 1;
+    if (l->be->wake) {
+        l->be->wake(l->ctx);
+        return;
+    }
+    /* Only a full counter (EAGAIN) fails, and the loop is woken then anyway. */
+    ssize_t n = write(l->wake_fd, &one, sizeof one);
+    (void)n;
+}
+
+int loop_wake_fd(const struct core_loop *l)
+{
+    return l->wake_fd;
+}
+
+void loop_woken(struct core_loop *l)
+{
+    uint64_t v;
+    if (read(l->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
+        return;
+    loop_inbox_take(l);
+}
+
+void loop_run(struct core_loop *l, const atomic_int *stopping)
+{
+    for (;;) {
+        uint64_t now = timer_now_us();
+        loop_sweep(l, now);
+        if (!l->be->fires_in_wait && loop_fire(l, now) && l->be->fired)
+            l->be->fired(l->ctx);
+        /* The wait counts from now, not from the top of this turn (the library may have run
+         * for a while since). */
+        uint64_t wait_us = loop_wait_us(l, timer_now_us(), LOOP_TICK_US);
+        if (loop_stop_step(l, atomic_load_explicit(stopping, memory_order_acquire),
+                           atomic_load_explicit(&l->active, memory_order_relaxed), now, &wait_us))
+            return;
+        l->be->wait(l->ctx, wait_us);
+    }
+}
+
 void loop_end(struct core_loop *l, struct exchange *x)
 {
+    atomic_fetch_sub_explicit(&l->active, 1, memory_order_relaxed);
     lock(l);
     exchange_end(x, &l->timers);
     unlock(l);
@@ -214,7 +286,7 @@ void loop_inbox_put(struct core_loop *l, struct exchange *x)
     l->inbox = &x->pe;
     x->in_inbox = 1;
     pthread_mutex_unlock(&l->inbox_lock);
-    l->be->wake(l->ctx);
+    loop_wake(l);
 }
 
 void loop_inbox_take(struct core_loop *l)

@@ -16,6 +16,7 @@
 #define SLOWSRV_LOOP_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -66,8 +67,21 @@ struct loop_backend {
     /* --grace is over with requests left, after the pools were flushed (service_flush): what
      * waits elsewhere than in the heap must now be answered "server stopping". NULL: nothing. */
     void (*give_up)(void *ctx);
-    /* Wakes the loop's wait from another thread (a request was put in its inbox). */
+    /* Wakes the loop's wait from another thread (a request was put in its inbox, the stop).
+     * NULL: the core writes the loop's wake-up eventfd (loop_wake_fd), which the engine's wait
+     * watches and hands to loop_woken. */
     void (*wake)(void *ctx);
+    /* A parked request got its worker or the stop (any thread, the pool's lock held): NULL, it
+     * goes in the loop's inbox and the loop carries out exchange_next; else the backend hands
+     * it back its own way (a model whose request waits in a thread of its own). */
+    void (*admit)(void *ctx, struct exchange *x);
+    /* loop_run: waits up to wait_us for the library's I/O (and a wake-up) and runs it. */
+    void (*wait)(void *ctx, uint64_t wait_us);
+    /* loop_run answered due requests: the library runs them now. NULL: nothing to run. */
+    void (*fired)(void *ctx);
+    /* 1: loop_run leaves due requests to the engine, which answers them from its wait
+     * (loop_fire), at a point of its library's turn of its own choosing. */
+    int fires_in_wait;
     /* A timer just queued is the heap's earliest (under lock, if any): a wait sized for a later
      * one must be shortened. NULL: the loop sizes each wait afresh. */
     void (*earliest)(void *ctx);
@@ -89,14 +103,40 @@ struct core_loop {
      * their pool entries' next (pool.h). */
     pthread_mutex_t inbox_lock;
     struct pool_entry *inbox;
-    uint64_t accept_warned; /* when running out of descriptors was last logged */
+    int wake_fd;               /* an eventfd: other threads wake the loop's wait (loop_wake) */
+    atomic_size_t active;      /* requests begun and not ended (loop_begin, loop_end) */
+    struct stats_shard *shard; /* its counters */
+    uint64_t accept_warned;    /* when running out of descriptors was last logged */
 };
 
-/* Prepares l for a loop of up to max_waiting waiting requests, stopping within grace_us, with
- * svc's timeouts for its connections (--header-timeout, --idle-timeout). Returns 0, or -ENOMEM. */
+/* Prepares l, the index-th loop of svc, for up to max_waiting waiting requests, stopping within
+ * grace_us, with svc's timeouts for its connections (--header-timeout, --idle-timeout) and its
+ * counters' shard `index`. Returns 0, or -ENOMEM / -EMFILE with nothing left to clean up. */
 int loop_init(struct core_loop *l, const struct loop_backend *be, void *ctx, struct service *svc,
-              size_t max_waiting, uint64_t grace_us);
+              size_t index, size_t max_waiting, uint64_t grace_us);
 void loop_cleanup(struct core_loop *l);
+
+/* The loop's thread: serves until the stop is over (stopping set, drain.h): sweeps, answers what
+ * is due (then backend fired), and waits (backend wait) no longer than the next of these or a
+ * tick. */
+void loop_run(struct core_loop *l, const atomic_int *stopping);
+
+/* A request's head is in: exchange_on_head with the loop's counters, counted as l's until
+ * loop_end (owner, conn and rq as exchange_on_head takes them). Any thread that runs the
+ * library's requests. */
+enum exchange_do loop_begin(struct core_loop *l, struct exchange *x, void *owner, struct conn *c,
+                            const struct route_request *rq);
+
+/* Wakes l's wait from any thread. */
+void loop_wake(struct core_loop *l);
+
+/* The engine's wait saw loop_wake_fd readable: empties it and carries out what the inbox holds
+ * (loop_inbox_take). The loop's thread. */
+void loop_woken(struct core_loop *l);
+
+/* The eventfd that loop_wake writes, for the engine's wait to watch (a library that closes what
+ * it watches must watch a duplicate: loop_cleanup closes this one). */
+int loop_wake_fd(const struct core_loop *l);
 
 /* Answers what is due by now, if a batch is due (LOOP_BATCH_US): at most a turn's worth
  * (LOOP_ANSWERS_PER_TURN), or everything due with give_up once the loop has given up draining.
@@ -134,7 +174,7 @@ enum exchange_do loop_hold(struct core_loop *l, struct exchange *x);
 /* A paced body's next chunk is due at due_us: queues its timer (exchange_pace). */
 enum exchange_do loop_pace(struct core_loop *l, struct exchange *x, uint64_t due_us);
 
-/* The request is over: out of the heap, out of the inbox (exchange_end). */
+/* The request is over: out of the heap, out of the inbox (exchange_end), no longer counted. */
 void loop_end(struct core_loop *l, struct exchange *x);
 
 /* Any thread: x was handed back (its pool entry's admit): it goes in the inbox, and the loop is

@@ -46,6 +46,7 @@ struct h2s_loop {
     size_t index;
     pthread_t thread;
     int thread_started;
+    int ready; /* its core loop is set up (loop_init) */
     h2o_evloop_t *evloop;
     h2o_context_t ctx;
     h2o_accept_ctx_t accept_ctx;
@@ -68,16 +69,14 @@ struct h2s_loop {
      * libh2o runs it first. The timerfd only wakes a loop that waits. */
     h2o_timeout_t fire_phase;
     h2o_timeout_entry_t fire_entry;
-    /* Written by other threads (the stop, a hand-back) until every loop has been joined, so it
-     * is closed only then (h2s_server_free). libh2o watches a duplicate, wake_poll_fd, and closes
-     * it with the loop: closing the one others write to raced a stop, which then wrote to a
-     * closed descriptor, or to whatever file had just been given its number. */
-    int wake_fd;
+    /* The core loop's wake-up eventfd is written by other threads (the stop, a hand-back) until
+     * every loop has been joined, so it is closed only then (loop_cleanup). libh2o watches a
+     * duplicate, and closes it with the loop: closing the one others write to raced a stop,
+     * which then wrote to a closed descriptor, or to whatever file had just been given its
+     * number. */
     int wake_poll_fd; /* until the loop's libh2o socket owns it */
     h2o_socket_t *wake_sock;
     struct core_loop core; /* timers, connections, inbox and stop (loop.h) */
-    struct stats_shard *shard;
-    size_t active; /* requests begun and not disposed; loop thread only */
 };
 
 struct app_server {

@@ -58,15 +58,11 @@ static void on_timer(h2o_socket_t *sock, const char *err)
     h2s_want_fire(loop);
 }
 
+/* Handed back by the pool; a stop is seen by the loop after this turn. */
 static void on_wake(h2o_socket_t *sock, const char *err)
 {
-    struct h2s_loop *loop = sock->data;
-    uint64_t v;
     (void)err;
-    if (read(loop->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
-        return;
-    /* Handed back by the pool; a stop is seen by the loop after this turn. */
-    loop_inbox_take(&loop->core);
+    loop_woken(&((struct h2s_loop *)sock->data)->core);
 }
 
 static void on_conn_close(void *data)
@@ -115,6 +111,8 @@ static void on_accept(h2o_socket_t *listener, const char *err)
         h2o_timeout_link(loop->evloop, &loop->pause[k], &loop->resume[k]);
 }
 
+static void wait(void *ctx, uint64_t wait_us);
+
 /* The core loop's backend (loop.h). */
 static int adopt(void *ctx, int fd, const struct sockaddr *peer, socklen_t len, int control)
 {
@@ -156,15 +154,6 @@ static void quiesce(void *ctx)
     loop->listener = NULL;
 }
 
-static void wake(void *ctx)
-{
-    struct h2s_loop *loop = ctx;
-    uint64_t one = 1;
-    if (write(loop->wake_fd, &one, sizeof one) < 0)
-        LOG(loop->srv->log, LOG_LEVEL_WARN, "cannot wake loop %zu: %s", loop->index,
-            strerror(errno));
-}
-
 /* A timer just queued is the earliest: the timerfd is armed for it. */
 static void earliest(void *ctx)
 {
@@ -178,7 +167,8 @@ const struct loop_backend h2s_backend = {
     .peer_gone = h2s_peer_gone,
     .prefetch = h2s_prefetch,
     .quiesce = quiesce,
-    .wake = wake,
+    .wait = wait,
+    .fires_in_wait = 1,
     .earliest = earliest,
 };
 
@@ -187,42 +177,31 @@ static int conns_open(h2o_context_t *ctx)
     return !h2o_linklist_is_empty(&ctx->http1._conns) || !h2o_linklist_is_empty(&ctx->http2._conns);
 }
 
-/* One turn of libh2o's loop, waiting up to wait_us; 0, or -1 on a loop error. libh2o returns -1
- * on EINTR too, which is not one. */
-static int turn(struct h2s_loop *loop, uint64_t wait_us)
+/* One turn of libh2o's loop, waiting up to wait_us. libh2o returns -1 on EINTR too, which is no
+ * error. */
+static void turn(struct h2s_loop *loop, uint64_t wait_us)
 {
     uint64_t ms = (wait_us + 999) / 1000;
     if (h2o_evloop_run(loop->evloop, (int32_t)(ms < INT32_MAX ? ms : INT32_MAX)) != 0 &&
-        errno != EINTR) {
+        errno != EINTR)
         LOG(loop->srv->log, LOG_LEVEL_ERROR, "event loop: %s", strerror(errno));
-        return -1;
-    }
-    return 0;
+}
+
+/* loop_run's wait: one turn, which answers what is due in its timeout phase (on_fire). */
+static void wait(void *ctx, uint64_t wait_us)
+{
+    struct h2s_loop *loop = ctx;
+    if (loop->core.more_due)
+        h2s_want_fire(loop); /* and the turn does not wait */
+    turn(loop, wait_us);
 }
 
 /* Turns until ctx's connections are closed, for at most CLOSE_WAIT_US. */
 static void close_wait(struct h2s_loop *loop, h2o_context_t *ctx)
 {
     uint64_t until = timer_now_us() + CLOSE_WAIT_US;
-    while (conns_open(ctx) && timer_now_us() < until && turn(loop, LOOP_DRAIN_TICK_US) == 0)
-        ;
-}
-
-/* Serves until the stop is over (loop_stop_step). */
-static void serve(struct h2s_loop *loop)
-{
-    for (;;) {
-        uint64_t now = timer_now_us();
-        uint64_t wait_us = loop_wait_us(&loop->core, now, LOOP_TICK_US);
-        if (loop_stop_step(&loop->core, atomic_load(&loop->srv->stopping), loop->active, now,
-                           &wait_us))
-            return;
-        loop_sweep(&loop->core, now);
-        if (loop->core.more_due)
-            h2s_want_fire(loop); /* and libh2o's next turn does not wait */
-        if (turn(loop, wait_us) != 0)
-            return;
-    }
+    while (conns_open(ctx) && timer_now_us() < until)
+        turn(loop, LOOP_DRAIN_TICK_US);
 }
 
 /* Releases the loop in its own thread, as libh2o's buffer caches are per thread. A context
@@ -314,7 +293,7 @@ void *h2s_loop_main(void *arg)
     }
     atomic_fetch_add(&srv->ready, 1);
 
-    serve(loop);
+    loop_run(&loop->core, &srv->stopping);
     /* Idle keep-alive connections and HTTP/2 sessions are asked to close, and get one more
      * second. libh2o 2.2.5 leaves an idle HTTP/1 keep-alive connection open on a shutdown
      * request: what is still open then is shut down under it, and libh2o closes it (and frees

@@ -216,14 +216,6 @@ void h2s_prefetch(void *ctx, struct exchange *x, unsigned ahead)
     }
 }
 
-/* A parked request got its worker, or the server is stopping: hand it to its loop. Runs on any
- * thread, under the pool's lock. */
-static void on_admit(struct pool_entry *e)
-{
-    struct h2s_request *r = exchange_owner(exchange_of_entry(e));
-    loop_inbox_put(&r->loop->core, r->x);
-}
-
 /* Runs as libh2o clears the request's pool, before its chunks go: p is the shared handle that
  * points at the record (begin_request). */
 static void on_dispose(void *p)
@@ -232,7 +224,6 @@ static void on_dispose(void *p)
     /* Out of the pool, the heap and the inbox: once this has returned, no thread can hand r
      * back. */
     loop_end(&r->loop->core, r->x);
-    r->loop->active--;
 }
 
 static long on_lookup(void *ctx, enum route_input kind, const char *name, char *buf, size_t len)
@@ -348,9 +339,7 @@ static int begin_request(struct h2s_loop *loop, h2o_req_t *req)
                                .header_bytes = header_bytes(req),
                                .head = raw_head(req, &head, fields),
                                .h2 = req->version >= 0x200};
-    enum exchange_do d =
-        exchange_on_head(r->x, r, c ? &c->c : NULL, loop->srv->svc, loop->shard, &in, on_admit);
-    loop->active++;
+    enum exchange_do d = loop_begin(&loop->core, r->x, r, c ? &c->c : NULL, &in);
     /* libh2o has read the whole body already. */
     if (d == EXCHANGE_DO_READ && req->entity.base)
         d = exchange_on_body(r->x, req->entity.base, req->entity.len);

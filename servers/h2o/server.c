@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -111,8 +110,8 @@ static int h2s_server_prepare(struct app_server **out, const struct config *cfg,
     return rc;
 }
 
-/* The loops, each with its listening socket, timer heap, timerfd and wake-up eventfd, in
- * threads of their own; returns once every one of them serves. */
+/* The loops, each with its listening socket, core loop and timerfd, in threads of their own;
+ * returns once every one of them serves. */
 static int h2s_server_start(struct app_server *srv, struct app_base *base, char *err, size_t errlen)
 {
     const struct config *cfg = srv->cfg;
@@ -128,26 +127,23 @@ static int h2s_server_start(struct app_server *srv, struct app_base *base, char 
     for (size_t i = 0; i < srv->nloops; i++) {
         srv->loops[i].listen_fd = base->listen_fds[i];
         base->listen_fds[i] = -1;
-        srv->loops[i].timer_fd = srv->loops[i].wake_fd = srv->loops[i].wake_poll_fd = -1;
+        srv->loops[i].timer_fd = srv->loops[i].wake_poll_fd = -1;
     }
-    /* Any one loop may hold every connection the limit allows. */
-    size_t per_loop = cfg->max_connections;
-    for (size_t i = 0; i < srv->nloops; i++) {
+    for (size_t i = 0; rc == 0 && i < srv->nloops; i++) {
         struct h2s_loop *loop = &srv->loops[i];
         loop->srv = srv;
         loop->index = i;
-        loop->shard = service_shard(srv->svc, i);
+        /* Any one loop may hold every connection the limit allows, and HTTP/2 multiplexes: up
+         * to 100 waiting streams per connection. */
+        rc = loop_init(&loop->core, &h2s_backend, loop, srv->svc, i, cfg->max_connections * 100,
+                       cfg->grace_us);
+        loop->ready = rc == 0;
         loop->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-        loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        loop->wake_poll_fd = loop->wake_fd < 0 ? -1 : fcntl(loop->wake_fd, F_DUPFD_CLOEXEC, 0);
-        /* HTTP/2 multiplexes: a loop may hold up to 100 waiting streams per connection. */
-        if (loop->timer_fd < 0 || loop->wake_fd < 0 || loop->wake_poll_fd < 0 ||
-            loop_init(&loop->core, &h2s_backend, loop, srv->svc, per_loop * 100, cfg->grace_us) !=
-                0) {
-            snprintf(err, errlen, "loop set-up: %s", strerror(errno));
-            rc = -ENOMEM;
-            break;
-        }
+        loop->wake_poll_fd = rc ? -1 : fcntl(loop_wake_fd(&loop->core), F_DUPFD_CLOEXEC, 0);
+        if (rc == 0 && (loop->timer_fd < 0 || loop->wake_poll_fd < 0))
+            rc = -EMFILE;
+        if (rc != 0)
+            snprintf(err, errlen, "loop set-up: %s", strerror(-rc));
     }
     for (size_t i = 0; rc == 0 && i < srv->nloops; i++) {
         rc = -pthread_create(&srv->loops[i].thread, NULL, h2s_loop_main, &srv->loops[i]);
@@ -175,11 +171,9 @@ static int h2s_server_start(struct app_server *srv, struct app_base *base, char 
 static void h2s_server_stop(struct app_server *srv)
 {
     atomic_store(&srv->stopping, 1);
-    for (size_t i = 0; i < srv->nloops; i++) {
-        uint64_t one = 1;
-        if (srv->loops[i].thread_started && write(srv->loops[i].wake_fd, &one, sizeof one) < 0)
-            LOG(srv->log, LOG_LEVEL_WARN, "cannot wake loop %zu: %s", i, strerror(errno));
-    }
+    for (size_t i = 0; i < srv->nloops; i++)
+        if (srv->loops[i].thread_started)
+            loop_wake(&srv->loops[i].core);
     for (size_t i = 0; i < srv->nloops; i++) {
         if (srv->loops[i].thread_started)
             pthread_join(srv->loops[i].thread, NULL);
@@ -195,9 +189,8 @@ static void h2s_server_free(struct app_server *srv)
         struct h2s_loop *loop = &srv->loops[i];
         net_close(&loop->listen_fd);
         net_close(&loop->timer_fd);
-        net_close(&loop->wake_fd);
         net_close(&loop->wake_poll_fd);
-        if (loop->srv)
+        if (loop->ready)
             loop_cleanup(&loop->core);
     }
     free(srv->loops);

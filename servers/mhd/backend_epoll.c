@@ -49,7 +49,7 @@ static int shard_open(struct mhd_loop *loop, char *err)
 static int loop_epoll_init(struct mhd_loop *loop, char *err)
 {
     loop->ep_fd = epoll_create1(EPOLL_CLOEXEC);
-    if (loop->ep_fd < 0 || loop_watch(loop, loop->wake_fd, loop->nshards) != 0 ||
+    if (loop->ep_fd < 0 || loop_watch(loop, loop_wake_fd(&loop->core), loop->nshards) != 0 ||
         loop_watch(loop, loop->listen_fd, loop->nshards + 1) != 0 ||
         (loop->control_fd >= 0 && loop_watch(loop, loop->control_fd, loop->nshards + 2) != 0)) {
         snprintf(err, CORE_ERR_LEN, "epoll: %s", strerror(errno));
@@ -174,8 +174,9 @@ static int wait_events(int ep_fd, struct epoll_event *ev, int max, uint64_t wait
  * which would take MHD's edge-triggered events), the wake-up eventfd, the listening socket and
  * the control listener (loop 0), keyed by number, and the connections watched for their peer's
  * shutdown, keyed by their record. */
-static void run_epoll(struct mhd_loop *loop, uint64_t wait_us)
+static void run_epoll(void *ctx, uint64_t wait_us)
 {
+    struct mhd_loop *loop = ctx;
     struct epoll_event ev[MAX_SHARDS + 2];
     uint64_t now = timer_now_us();
     if (loop->accept_paused_until) {
@@ -209,7 +210,7 @@ static void run_epoll(struct mhd_loop *loop, uint64_t wait_us)
         else if (k < loop->nshards)
             atomic_store_explicit(&loop->shards[k].due, 1, memory_order_relaxed);
         else if (k == loop->nshards)
-            mhd_drain_wake(loop);
+            loop_woken(&loop->core);
         else if (loop->listen_fd >= 0)
             accept_some(loop, now);
     }
@@ -222,8 +223,9 @@ static void run_epoll(struct mhd_loop *loop, uint64_t wait_us)
 
 /* Out of the set first: under socket activation the other loops hold dups of the socket, which
  * would keep it registered here after a close. */
-static void quiesce_epoll(struct mhd_loop *loop)
+static void quiesce_epoll(void *ctx)
 {
+    struct mhd_loop *loop = ctx;
     if (loop->listen_fd >= 0) {
         epoll_ctl(loop->ep_fd, EPOLL_CTL_DEL, loop->listen_fd, NULL);
         close(loop->listen_fd);
@@ -232,14 +234,22 @@ static void quiesce_epoll(struct mhd_loop *loop)
     net_close(&loop->control_fd);
 }
 
+static const struct loop_backend core = {
+    .adopt = mhd_adopt,
+    .carry = mhd_carry,
+    .peer_gone = mhd_peer_gone,
+    .quiesce = quiesce_epoll,
+    .admit = mhd_admit,
+    .wait = run_epoll,
+    .fired = mhd_fired,
+};
+
 /* The loop accepts and hands connections over (MHD_add_connection). */
 const struct mhd_backend mhd_backend_epoll = {
+    .core = &core,
     .flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET,
     .open = loop_epoll_init,
-    .turn = run_epoll,
-    .quiesce = quiesce_epoll,
     .hold = mhd_loop_hold,
-    .admit = mhd_loop_admit,
     .pace = mhd_loop_pace,
     .conn = conn_epoll,
     .place = place,

@@ -9,16 +9,19 @@
 #include "mhd.h"
 #include "base/net.h"
 
-static void quiesce_select(struct mhd_loop *loop)
+static void quiesce_select(void *ctx)
 {
+    struct mhd_loop *loop = ctx;
     net_close(&loop->listen_fd);
     net_close(&loop->control_fd);
 }
 
 /* select model (one shard): waits up to wait_us for MHD's sockets or a wake-up, then lets MHD
  * process what is ready. */
-static void run_select(struct mhd_loop *loop, uint64_t wait_us)
+static void run_select(void *ctx, uint64_t wait_us)
 {
+    struct mhd_loop *loop = ctx;
+    int wake_fd = loop_wake_fd(&loop->core);
     struct MHD_Daemon *d = loop->shards[0].daemon;
     MHD_UNSIGNED_LONG_LONG mhd_ms;
     if (MHD_get_timeout(d, &mhd_ms) == MHD_YES && mhd_ms * 1000 < wait_us)
@@ -35,9 +38,9 @@ static void run_select(struct mhd_loop *loop, uint64_t wait_us)
         MHD_run(d);
         return;
     }
-    FD_SET(loop->wake_fd, &rs);
-    if (loop->wake_fd > max)
-        max = loop->wake_fd;
+    FD_SET(wake_fd, &rs);
+    if (wake_fd > max)
+        max = wake_fd;
     /* The loop accepts (mhd_accept_some); at --max-connections, or out of descriptors, it leaves
      * the socket alone for a while. */
     uint64_t now = timer_now_us();
@@ -59,9 +62,9 @@ static void run_select(struct mhd_loop *loop, uint64_t wait_us)
         MHD_run(d);
         return;
     }
-    int woken = FD_ISSET(loop->wake_fd, &rs);
+    int woken = FD_ISSET(wake_fd, &rs);
     if (woken)
-        mhd_drain_wake(loop);
+        loop_woken(&loop->core);
     for (int i = 0; listening && i < 2; i++) {
         int fd = i ? loop->control_fd : loop->listen_fd;
         if (fd < 0 || !FD_ISSET(fd, &rs))
@@ -78,12 +81,20 @@ static void run_select(struct mhd_loop *loop, uint64_t wait_us)
         MHD_run(d);
 }
 
+static const struct loop_backend core = {
+    .adopt = mhd_adopt,
+    .carry = mhd_carry,
+    .peer_gone = mhd_peer_gone,
+    .quiesce = quiesce_select,
+    .admit = mhd_admit,
+    .wait = run_select,
+    .fired = mhd_fired,
+};
+
 const struct mhd_backend mhd_backend_select = {
+    .core = &core,
     .flags = MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET,
     .open = mhd_open_daemon,
-    .turn = run_select,
-    .quiesce = quiesce_select,
     .hold = mhd_loop_hold,
-    .admit = mhd_loop_admit,
     .pace = mhd_loop_pace,
 };

@@ -2,18 +2,15 @@
  * thread-per-connection: libmicrohttpd gives each connection a thread of its own, and that
  * thread waits: for a worker of --workers, as a blocking server's accept queue would, and out
  * the delay itself, which is the point of the model (suspend/resume hangs there in
- * libmicrohttpd 0.9.75). No loop thread of ours runs; a thread sweeps for --header-timeout.
+ * libmicrohttpd 0.9.75). The loop's thread only sweeps the connections and drains at the stop;
+ * a thread of the loop accepts (mhd_accept).
  */
 #include <errno.h>
-#include <stdio.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "mhd.h"
 
-/* thread-per-connection: the connection's own thread waits out the delay. It wakes early only
- * when the server gives up draining (hard stop). */
+/* The connection's own thread waits out the delay. It wakes early only when the server gives
+ * up draining (hard stop). */
 static int tpc_sleep(void *arg, uint64_t delay_us)
 {
     struct app_server *srv = arg;
@@ -31,17 +28,17 @@ static int tpc_sleep(void *arg, uint64_t delay_us)
 }
 
 /* A parked request was handed back: wake its thread. */
-static void tpc_admit(struct request *rq)
+static void admit(void *ctx, struct exchange *x)
 {
-    struct app_server *srv = rq->shard->loop->srv;
+    struct app_server *srv = ((struct mhd_loop *)ctx)->srv;
     pthread_mutex_lock(&srv->sleep_lock);
-    rq->woken = 1;
+    ((struct request *)exchange_owner(x))->woken = 1;
     pthread_cond_broadcast(&srv->sleep_cond);
     pthread_mutex_unlock(&srv->sleep_lock);
 }
 
 /* A worker of --workers is waited for here, then the delay is slept out. */
-static enum MHD_Result tpc_hold(struct request *rq, mhd_act_fn act)
+static enum MHD_Result hold(struct request *rq, mhd_act_fn act)
 {
     struct app_server *srv = rq->shard->loop->srv;
     enum exchange_do d = exchange_hold(rq->x, NULL);
@@ -61,23 +58,16 @@ static enum MHD_Result tpc_hold(struct request *rq, mhd_act_fn act)
 
 /* A paced body sleeps until its next chunk is due, unless the stop cuts it. Returns 1: ask
  * again. */
-static int tpc_pace(struct request *rq, uint64_t due_us, uint64_t now_us)
+static int pace(struct request *rq, uint64_t due_us, uint64_t now_us)
 {
     exchange_pace(rq->x, NULL, due_us);
     exchange_on_timer(rq->x, 0, tpc_sleep(rq->shard->loop->srv, due_us - now_us));
     return 1;
 }
 
-/* The stop's backend (loop.h): libmicrohttpd runs the threads, so the drain is watched from the
- * stopping thread (mhd_tpc_drain). */
-static void tpc_quiesce(void *ctx)
-{
-    mhd_accept_quiesce(ctx);
-}
-
 /* On giving up, parked threads were handed back first (service_flush: they wait for that
  * alone); now sleepers are cut. Both answer "server stopping". */
-static void tpc_give_up(void *ctx)
+static void give_up(void *ctx)
 {
     struct app_server *srv = ((struct mhd_loop *)ctx)->srv;
     pthread_mutex_lock(&srv->sleep_lock);
@@ -86,61 +76,40 @@ static void tpc_give_up(void *ctx)
     pthread_mutex_unlock(&srv->sleep_lock);
 }
 
-static int tpc_carry(void *ctx, struct exchange *x, enum exchange_do d)
+/* No timer or inbox is ever queued on this loop. */
+static int carry(void *ctx, struct exchange *x, enum exchange_do d)
 {
     (void)ctx;
     (void)x;
     (void)d;
-    return 0; /* no timer or inbox is ever queued on this loop */
+    return 0;
 }
 
-static void tpc_wake(void *ctx)
+static void signal_wake(void *ctx)
 {
-    (void)ctx;
+    pthread_cond_signal(&((struct mhd_loop *)ctx)->wake);
 }
 
-const struct loop_backend mhd_core_backend_tpc = {
+static void wait(void *ctx, uint64_t wait_us)
+{
+    mhd_cond_wait(ctx, wait_us);
+}
+
+static const struct loop_backend core = {
     .adopt = mhd_adopt,
-    .carry = tpc_carry,
-    .quiesce = tpc_quiesce,
-    .give_up = tpc_give_up,
-    .wake = tpc_wake,
+    .carry = carry,
+    .quiesce = mhd_accept_quiesce,
+    .give_up = give_up,
+    .wake = signal_wake,
+    .admit = admit,
+    .wait = wait,
 };
 
-void mhd_tpc_drain(struct app_server *srv)
-{
-    struct mhd_loop *loop = &srv->loops[0];
-    if (!loop->shards[0].daemon)
-        return;
-    for (;;) {
-        uint64_t wait_us = LOOP_DRAIN_TICK_US;
-        if (loop_stop_step(&loop->core, 1, mhd_active_total(srv), timer_now_us(), &wait_us))
-            return;
-        struct timespec ts = {0, (long)wait_us * 1000};
-        nanosleep(&ts, NULL);
-    }
-}
-
-static int tpc_open(struct mhd_loop *loop, char *err)
-{
-    int rc = mhd_open_accepting(loop, err);
-    if (rc == 0 && loop->core.conns.every_us) {
-        rc = -pthread_create(&loop->watch_thread, NULL, mhd_watch_main, loop);
-        if (rc != 0)
-            snprintf(err, CORE_ERR_LEN, "pthread_create: %s", strerror(-rc));
-        loop->watch_started = rc == 0;
-    }
-    return rc;
-}
-
-/* A thread of the loop accepts (mhd_accept_some) and hands connections over. */
 const struct mhd_backend mhd_backend_tpc = {
+    .core = &core,
     .flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
              MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET,
-    .open = tpc_open,
-    .turn = NULL,
-    .quiesce = mhd_accept_quiesce,
-    .hold = tpc_hold,
-    .admit = tpc_admit,
-    .pace = tpc_pace,
+    .open = mhd_open_accepting,
+    .hold = hold,
+    .pace = pace,
 };

@@ -76,19 +76,6 @@ uint64_t mhd_accept(struct mhd_loop *loop, int fd, int control, uint64_t now)
     return rest;
 }
 
-/* thread-per-connection: no loop of ours runs, so a thread sweeps. */
-void *mhd_watch_main(void *arg)
-{
-    struct mhd_loop *loop = arg;
-    while (!atomic_load_explicit(&loop->srv->stopping, memory_order_acquire)) {
-        uint64_t wait_us = loop_wait_us(&loop->core, timer_now_us(), LOOP_TICK_US);
-        struct timespec ts = {(time_t)(wait_us / 1000000), (long)(wait_us % 1000000) * 1000};
-        nanosleep(&ts, NULL);
-        loop_sweep(&loop->core, timer_now_us());
-    }
-    return NULL;
-}
-
 /* poll and thread-per-connection, whose daemons run threads of libmicrohttpd's: a thread of the
  * loop's accepts, until the stop. */
 static void *accept_main(void *arg)
@@ -124,8 +111,9 @@ int mhd_open_accepting(struct mhd_loop *loop, char *err)
     return rc;
 }
 
-void mhd_accept_quiesce(struct mhd_loop *loop)
+void mhd_accept_quiesce(void *ctx)
 {
+    struct mhd_loop *loop = ctx;
     if (loop->accept_started)
         pthread_join(loop->accept_thread, NULL);
     loop->accept_started = 0;

@@ -60,7 +60,7 @@ int mhd_start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err)
     OPT(MHD_OPTION_NOTIFY_COMPLETED, mhd_on_completed, shard);
     OPT(MHD_OPTION_NOTIFY_CONNECTION, mhd_on_connection, shard);
     OPT(MHD_OPTION_URI_LOG_CALLBACK, mhd_on_uri, shard);
-    if (srv->tpc)
+    if (srv->cfg->model == CONFIG_MODEL_THREAD_PER_CONNECTION)
         OPT(MHD_OPTION_THREAD_STACK_SIZE, 256 * 1024, NULL);
     if (srv->tls_cert) {
         flags |= MHD_USE_TLS;

@@ -3,10 +3,10 @@
  *
  *   request.c         libmicrohttpd's request callbacks, turned into core events (exchange.h),
  *                     and the core's actions carried out
- *   conns.c           connections: --max-connections, and the --header-timeout watcher
+ *   conns.c           connections: accepted by the core, handed to a daemon, kept in the core's
+ *                     registry
  *   daemon.c          the libmicrohttpd daemons: options and callbacks
- *   loop.c            a loop's life: timers, turns of its backend, the drain (drain.h), and how
- *                     a request waits in an event loop (suspend, resume)
+ *   loop.c            what the event-loop models share: how a request waits (suspend, resume)
  *   backend_epoll.c   the thread models, one backend each: how a loop waits and runs
  *   backend_select.c    libmicrohttpd, and how a request waits
  *   backend_poll.c
@@ -22,11 +22,7 @@
 #include <stdint.h>
 
 #include "../app.h"
-#include "run/drain.h"
-#include "run/exchange.h"
 #include "run/loop.h"
-#include "run/service.h"
-#include "base/timer.h"
 
 /* libmicrohttpd 0.9.75 walks every suspended connection of a daemon each time it resumes one
  * (resume_suspended_connections): at 10 000 waiting connections that walk was over a third of
@@ -81,31 +77,25 @@ struct mhd_loop {
     struct mhd_shard *shards; /* one unless the epoll model */
     size_t nshards;
     size_t used;    /* shards whose daemon runs: shards[0..used) */
-    int listen_fd;  /* the loop accepts on it (mhd_accept_some) */
+    int listen_fd;  /* the loop accepts on it (mhd_accept) */
     int control_fd; /* loop 0: the control listener (--control), or -1; accepted the same way */
-    int ep_fd;      /* epoll model: the shards' epoll fds, wake_fd and listen_fd */
+    int ep_fd;      /* epoll model: the shards' epoll fds, the wake-up and the listeners */
     uint64_t accept_paused_until; /* epoll, select: at the limit or out of descriptors, the
-                                     listening socket is left alone until then */
+                                     listening sockets are left alone until then */
     /* epoll model: half-closed connections waiting to have their end of stream read
      * (backend_epoll.c). */
     struct mhd_conn *shut[MHD_SHUT_PENDING];
     size_t nshut;
-    pthread_t thread;
+    pthread_t thread; /* runs loop_run */
     int thread_started;
+    int ready;             /* core is set up */
     struct core_loop core; /* timers, connections, inbox and stop (loop.h) */
-    /* poll model only: MHD runs its own thread, so the heap is shared with it under `lock`, and
-     * this loop's thread only fires timers, waiting on `wake` until the earliest deadline. */
+    /* poll model: MHD runs its own thread, so the heap is shared with it under `lock`, and the
+     * loop's thread waits on `wake` until the earliest deadline. thread-per-connection: the
+     * loop's thread sweeps and drains, waiting on `wake`. */
     pthread_mutex_t lock;
     pthread_cond_t wake;
-    /* epoll and select models: an eventfd that other threads write to wake this loop (MHD drops
-     * its own inter-thread channel in external mode, so a cross-thread resume alone would wait
-     * for the loop's next tick). */
-    int wake_fd;
-    struct stats_shard *shard;
-    atomic_size_t active; /* requests begun and not completed */
     struct MHD_Response *cache[ROUTE_MAX];
-    pthread_t watch_thread; /* thread-per-connection: sweeps the connections (loop_sweep) */
-    int watch_started;
     pthread_t accept_thread; /* poll, thread-per-connection: accepts until the stop */
     int accept_started;
 };
@@ -115,8 +105,6 @@ struct app_server {
     const struct log *log;
     struct service *svc;               /* routes, worker pool, counters (the app's) */
     const struct mhd_backend *backend; /* the thread model's */
-    int tpc;                           /* thread-per-connection model */
-    int internal; /* poll model: MHD polls in its own thread; ours only fires timers */
     size_t nloops;
     struct mhd_loop *loops;
     atomic_int stopping;
@@ -133,22 +121,17 @@ struct app_server {
 /* request.c's carrying out of a core action, for a backend that holds a request in its thread. */
 typedef enum MHD_Result (*mhd_act_fn)(struct request *rq, enum exchange_do d);
 
-/* A thread model: how a loop waits for work and runs libmicrohttpd, and how a request waits. */
+/* A thread model: the core loop's backend (loop.h: how its loop waits and runs libmicrohttpd),
+ * and how a request waits. */
 struct mhd_backend {
+    const struct loop_backend *core;
     unsigned flags; /* the libmicrohttpd daemon flags of the model */
     /* Starts the loop's daemon(s); returns 0, or a negative errno with err (CORE_ERR_LEN). */
     int (*open)(struct mhd_loop *loop, char *err);
-    /* Waits up to wait_us for work (sockets, resumed connections, a wake-up), and runs it. NULL:
-     * the model has no loop thread of ours (thread-per-connection). */
-    void (*turn)(struct mhd_loop *loop, uint64_t wait_us);
-    /* Stops accepting. */
-    void (*quiesce)(struct mhd_loop *loop);
     /* The core said HOLD: event loops suspend the connection and call exchange_hold (the request
      * runs again when resumed); thread-per-connection waits in the connection's thread and
      * carries out what follows through act. Returns what the request handler returns. */
     enum MHD_Result (*hold)(struct request *rq, mhd_act_fn act);
-    /* A parked request was handed back by the pool (any thread, the pool's lock held). */
-    void (*admit)(struct request *rq);
     /* A paced body has nothing due before due_us: returns 0 if the connection was suspended
      * until then, 1 once the wait is over (the reader asks again). */
     int (*pace)(struct request *rq, uint64_t due_us, uint64_t now_us);
@@ -175,8 +158,9 @@ uint64_t mhd_accept(struct mhd_loop *loop, int fd, int control, uint64_t now);
 /* poll and thread-per-connection: starts the loop's daemon and its accepting thread. */
 int mhd_open_accepting(struct mhd_loop *loop, char *err);
 
-/* Stops that thread (it ends at the stop) and closes the listening sockets. */
-void mhd_accept_quiesce(struct mhd_loop *loop);
+/* The core loop's quiesce of those models: stops that thread (it ends at the stop) and closes
+ * the listening sockets. */
+void mhd_accept_quiesce(void *ctx);
 
 /* request.c */
 enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -196,32 +180,24 @@ void mhd_on_connection(void *cls, struct MHD_Connection *conn, void **socket_con
 struct mhd_conn *mhd_conn_of(struct MHD_Connection *conn);
 /* The core loop's adopt (loop.h): the connection goes to a daemon of the loop's. */
 int mhd_adopt(void *ctx, int fd, const struct sockaddr *peer, socklen_t len, int control);
-/* thread-per-connection: a thread that sweeps, as no loop of ours runs. */
-void *mhd_watch_main(void *arg);
 
-/* loop.c */
-void *mhd_loop_main(void *arg);
-/* The core loop's backends (loop.h): event-loop models, the poll model (whose heap is shared
- * with libmicrohttpd's thread), thread-per-connection (backend_tpc.c; its loop only stops). */
-extern const struct loop_backend mhd_core_backend, mhd_core_backend_shared, mhd_core_backend_tpc;
+/* loop.c: what the event-loop models share. */
 /* Every resume goes through here, so that the loop knows which daemon to run. Returns its loop. */
 struct mhd_loop *mhd_resume(struct request *rq);
-/* Wakes a loop's wait from another thread (epoll and select models). */
-void mhd_wake_loop(struct mhd_loop *loop);
-/* The event-loop models' hold, admit and pace (struct mhd_backend). */
+/* The core loop's carry, peer_gone and admit (loop.h) of the event-loop models. */
+int mhd_carry(void *ctx, struct exchange *x, enum exchange_do d);
+int mhd_peer_gone(void *ctx, struct exchange *x);
+void mhd_admit(void *ctx, struct exchange *x);
+/* The event-loop models' hold and pace (struct mhd_backend). */
 enum MHD_Result mhd_loop_hold(struct request *rq, mhd_act_fn act);
-void mhd_loop_admit(struct request *rq);
 int mhd_loop_pace(struct request *rq, uint64_t due_us, uint64_t now_us);
+/* The core loop's fired: runs the shards that are due. */
+void mhd_fired(void *ctx);
 /* Runs the shards that are due (or all of them), and notes when each asks to run next. */
 void mhd_run_shards(struct mhd_loop *loop, int all);
-/* Empties the loop's wake-up eventfd. */
-void mhd_drain_wake(struct mhd_loop *loop);
+/* Waits on the loop's `wake` for at most wait_us (poll, thread-per-connection). */
+void mhd_cond_wait(struct mhd_loop *loop, uint64_t wait_us);
 /* The absolute CLOCK_MONOTONIC time `us` from now, for timed waits. */
 void mhd_deadline_after(struct timespec *ts, uint64_t us);
-/* Requests begun and not ended, over every loop. */
-size_t mhd_active_total(struct app_server *srv);
-
-/* backend_tpc.c: the stop of thread-per-connection, watched from the stopping thread. */
-void mhd_tpc_drain(struct app_server *srv);
 
 #endif

@@ -118,14 +118,6 @@ static enum MHD_Result respond(struct request *rq)
     return ret;
 }
 
-/* A parked request got its worker (or the server is stopping): hand it back to its connection,
- * which asks the core what follows (exchange_next). Runs on any thread, under the pool's lock. */
-static void on_admit(struct pool_entry *e)
-{
-    struct request *rq = exchange_owner(exchange_of_entry(e));
-    rq->shard->loop->srv->backend->admit(rq);
-}
-
 /* Carries out what the core said. */
 static enum MHD_Result act(struct request *rq, enum exchange_do d)
 {
@@ -328,9 +320,7 @@ enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const cha
             .header_bytes = header_bytes(conn, method, w ? w->target_bytes : strlen(url), version),
             .target_bytes = w ? w->target_bytes : 0,
             .head = raw_head(rq, method, version, &head, fields)};
-        enum exchange_do d = exchange_on_head(rq->x, rq, w ? &w->c : NULL, loop->srv->svc,
-                                              loop->shard, &in, on_admit);
-        atomic_fetch_add_explicit(&loop->active, 1, memory_order_relaxed);
+        enum exchange_do d = loop_begin(&loop->core, rq->x, rq, w ? &w->c : NULL, &in);
         *req_cls = rq;
         return act(rq, d);
     }
@@ -390,10 +380,8 @@ void mhd_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     (void)toe;
     if (!rq)
         return;
-    if (rq->started) {
+    if (rq->started)
         loop_end(&loop->core, rq->x);
-        atomic_fetch_sub_explicit(&loop->active, 1, memory_order_relaxed);
-    }
     free(rq->raw_uri);
     free(rq);
     *req_cls = NULL;

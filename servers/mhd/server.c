@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "base/net.h"
 #include "mhd.h"
 
 /* Defined at the end, with the engine table; the error paths of the start call them. */
@@ -65,9 +65,7 @@ static int mhd_server_prepare(struct app_server **out, const struct config *cfg,
     *out = srv;
     srv->cfg = cfg;
     srv->log = lg;
-    srv->tpc = cfg->model == CONFIG_MODEL_THREAD_PER_CONNECTION;
     srv->backend = backend_of(cfg->model);
-    srv->internal = cfg->model == CONFIG_MODEL_POLL;
     atomic_init(&srv->stopping, 0);
     pthread_mutex_init(&srv->sleep_lock, NULL);
     monotonic_cond_init(&srv->sleep_cond);
@@ -96,7 +94,15 @@ static int mhd_server_prepare(struct app_server **out, const struct config *cfg,
     return 0;
 }
 
-/* The loops, each with its listening socket, timer heap, answers and daemon(s), and their
+/* A loop's thread: the core loop runs it (loop.h). */
+static void *loop_main(void *arg)
+{
+    struct mhd_loop *loop = arg;
+    loop_run(&loop->core, &loop->srv->stopping);
+    return NULL;
+}
+
+/* The loops, each with its listening socket, core loop, answers and daemon(s), and their
  * threads. */
 static int mhd_server_start(struct app_server *srv, struct app_base *base, char *err, size_t errlen)
 {
@@ -109,7 +115,7 @@ static int mhd_server_start(struct app_server *srv, struct app_base *base, char 
     for (size_t i = 0; i < srv->nloops; i++) {
         srv->loops[i].listen_fd = base->listen_fds[i];
         base->listen_fds[i] = -1;
-        srv->loops[i].wake_fd = srv->loops[i].ep_fd = srv->loops[i].control_fd = -1;
+        srv->loops[i].ep_fd = srv->loops[i].control_fd = -1;
     }
     /* Loop 0 serves the control listener too, through the same exchange path. */
     if (srv->nloops && base->control_fd >= 0) {
@@ -119,57 +125,33 @@ static int mhd_server_start(struct app_server *srv, struct app_base *base, char 
     }
     for (size_t i = 0; i < srv->nloops && rc == 0; i++) {
         struct mhd_loop *loop = &srv->loops[i];
+        loop->srv = srv;
+        loop->index = i;
+        pthread_mutex_init(&loop->lock, NULL);
+        monotonic_cond_init(&loop->wake);
+        /* --max-connections is enforced over all loops by the core's accept; any one loop may
+         * hold them all, so each daemon and heap is sized for the whole limit. */
+        rc = loop_init(&loop->core, srv->backend->core, loop, srv->svc, i, cfg->max_connections,
+                       cfg->grace_us);
+        loop->ready = rc == 0;
         loop->shards = calloc(nshards, sizeof *loop->shards);
-        if (!loop->shards) {
-            rc = -ENOMEM;
-            break;
-        }
-        loop->nshards = nshards;
-        for (size_t k = 0; k < nshards; k++) {
-            loop->shards[k].loop = loop;
-            loop->shards[k].next_us = UINT64_MAX;
+        loop->nshards = loop->shards ? nshards : 0;
+        for (size_t k = 0; k < loop->nshards; k++) {
+            loop->shards[k] = (struct mhd_shard){.loop = loop, .next_us = UINT64_MAX};
             atomic_init(&loop->shards[k].due, 0);
             atomic_init(&loop->shards[k].conns, 0);
         }
-        loop->srv = srv;
-        loop->index = i;
-        loop->shard = service_shard(srv->svc, i);
-        atomic_init(&loop->active, 0);
-        pthread_mutex_init(&loop->lock, NULL);
-        monotonic_cond_init(&loop->wake);
-        /* --max-connections is enforced over all loops by the accept policy; any one loop may
-         * hold them all, so each daemon and heap is sized for the whole limit. */
-        const struct loop_backend *be = srv->internal ? &mhd_core_backend_shared
-                                        : srv->tpc    ? &mhd_core_backend_tpc
-                                                      : &mhd_core_backend;
-        if (loop_init(&loop->core, be, loop, srv->svc, cfg->max_connections, cfg->grace_us) != 0 ||
-            mhd_build_cache(srv, loop->cache) != 0)
+        if (rc == 0 && (!loop->shards || mhd_build_cache(srv, loop->cache) != 0))
             rc = -ENOMEM;
-    }
-    if (!srv->loops || rc != 0) {
-        snprintf(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
-    for (size_t i = 0; i < srv->nloops; i++) {
-        struct mhd_loop *loop = &srv->loops[i];
-        if (!srv->internal && !srv->tpc) {
-            loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-            if (loop->wake_fd < 0) {
-                snprintf(err, errlen, "eventfd: %s", strerror(errno));
-                rc = -EMFILE;
-                break;
-            }
-        }
-        rc = srv->backend->open(loop, err);
-        if (rc != 0)
-            break;
-        if (srv->backend->turn) {
-            rc = -pthread_create(&loop->thread, NULL, mhd_loop_main, loop);
-            if (rc != 0) {
+        if (rc == 0)
+            rc = srv->backend->open(loop, err);
+        else
+            snprintf(err, errlen, "loop set-up: %s", strerror(-rc));
+        if (rc == 0) {
+            rc = -pthread_create(&loop->thread, NULL, loop_main, loop);
+            loop->thread_started = rc == 0;
+            if (rc != 0)
                 snprintf(err, errlen, "pthread_create: %s", strerror(-rc));
-                break;
-            }
-            loop->thread_started = 1;
         }
     }
     if (rc != 0)
@@ -182,17 +164,12 @@ static void mhd_server_stop(struct app_server *srv)
     atomic_store_explicit(&srv->stopping, 1, memory_order_release);
     for (size_t i = 0; i < srv->nloops; i++)
         if (srv->loops[i].thread_started)
-            mhd_wake_loop(&srv->loops[i]);
-    if (srv->tpc)
-        mhd_tpc_drain(srv);
+            loop_wake(&srv->loops[i].core);
     for (size_t i = 0; i < srv->nloops; i++) {
         struct mhd_loop *loop = &srv->loops[i];
         if (loop->thread_started)
             pthread_join(loop->thread, NULL);
         loop->thread_started = 0;
-        if (loop->watch_started)
-            pthread_join(loop->watch_thread, NULL);
-        loop->watch_started = 0;
         if (loop->accept_started)
             pthread_join(loop->accept_thread, NULL);
         loop->accept_started = 0;
@@ -213,12 +190,12 @@ static void mhd_server_free(struct app_server *srv)
         net_close(&loop->listen_fd);
         net_close(&loop->control_fd);
         net_close(&loop->ep_fd);
-        net_close(&loop->wake_fd);
         free(loop->shards);
         if (srv->svc)
             mhd_free_cache(loop->cache, srv->svc->routes.count);
-        if (loop->srv) {
+        if (loop->ready)
             loop_cleanup(&loop->core);
+        if (loop->srv) {
             pthread_cond_destroy(&loop->wake);
             pthread_mutex_destroy(&loop->lock);
         }

@@ -83,7 +83,7 @@ static void setup(struct fake *f, unsigned workers, size_t max_waiting, uint64_t
     cfg.workers = workers;
     cfg.queue = workers ? 4 : 0;
     CHECK_INT(service_init(&f->svc, &cfg, 1, NULL), 0);
-    CHECK_INT(loop_init(&f->l, &fake_backend, f, &f->svc, max_waiting, grace_us), 0);
+    CHECK_INT(loop_init(&f->l, &fake_backend, f, &f->svc, 0, max_waiting, grace_us), 0);
 }
 
 static void teardown(struct fake *f)
