@@ -164,3 +164,51 @@ unsigned head_check(const struct head *h, const char **why)
     }
     return 0;
 }
+
+/* The end of the line at p (before its CR LF or LF), and the start of the next in *next; NULL if
+ * no LF comes before end. */
+static const char *line(const char *p, const char *end, const char **next)
+{
+    const char *lf = memchr(p, '\n', (size_t)(end - p));
+    if (!lf)
+        return NULL;
+    *next = lf + 1;
+    return lf > p && lf[-1] == '\r' ? lf - 1 : lf;
+}
+
+long head_parse(const char *buf, size_t len, struct head *h, struct head_field *f)
+{
+    const char *p = buf, *end = buf + len, *next, *le;
+    while (p < end && (*p == '\r' || *p == '\n'))
+        p++;
+    if (!(le = line(p, end, &next)))
+        return -2;
+    const char *sp1 = memchr(p, ' ', (size_t)(le - p));
+    const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(le - sp1 - 1)) : NULL;
+    if (!sp2 || sp1 == p || sp2 == sp1 + 1 || le - sp2 != 9 || memcmp(sp2 + 1, "HTTP/1.", 7) != 0 ||
+        sp2[8] < '0' || sp2[8] > '9')
+        return -1;
+    *h = (struct head){.method = p,
+                       .mlen = (size_t)(sp1 - p),
+                       .target = sp1 + 1,
+                       .tlen = (size_t)(sp2 - sp1 - 1),
+                       .minor = (unsigned)(sp2[8] - '0'),
+                       .fields = f};
+    for (p = next; (le = line(p, end, &next)) != NULL; p = next) {
+        if (le == p)
+            return next - buf;
+        struct head_field hf = {"", 0, p, (size_t)(le - p)};
+        if (*p == ' ' || *p == '\t') {
+            h->folded = 1;
+        } else {
+            const char *colon = memchr(p, ':', (size_t)(le - p));
+            if (!colon)
+                return -1;
+            hf = (struct head_field){p, (size_t)(colon - p), colon + 1, (size_t)(le - colon - 1)};
+        }
+        if (h->nfields < HEAD_MAX_FIELDS)
+            f[h->nfields] = hf;
+        h->nfields++;
+    }
+    return -2;
+}

@@ -52,6 +52,16 @@ struct head {
     int folded;                      /* the library unfolded an obs-fold continuation line */
 };
 
+/* Parses the HTTP/1.x request head at the start of buf[0..len), as received, into *h and its
+ * fields into f (room for HEAD_MAX_FIELDS; h->nfields counts them all), pointing into buf: empty
+ * lines before the request line are skipped (RFC 9112 section 2.2), lines end at LF (a CR before
+ * it is not part of the line), the method ends at the request line's first space and the target
+ * at its next, a field's name at its first ':', and a line that starts with a space or a tab is
+ * a folded one (h->folded, kept as a field without a name). Returns the head's length through
+ * its blank line, -1 if it is not an HTTP/1.x request head, -2 if more bytes are needed. For an
+ * engine whose library keeps the head as received but not as it was sent. */
+long head_parse(const char *buf, size_t len, struct head *h, struct head_field *f);
+
 /* 0 if the head may be served, else the status to refuse it with (400, 417, 431), with
  * *why set to a one-line reason for the JSON error body. */
 unsigned head_check(const struct head *h, const char **why);

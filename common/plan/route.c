@@ -372,9 +372,14 @@ long route_value_copy(const char *v, size_t vlen, char *buf, size_t len)
 static long override_input(const struct route_request *rq, const char *param, const char *header,
                            char *buf, size_t len, struct plan *out)
 {
-    long n = rq->lookup(rq->ctx, ROUTE_QUERY, param, buf, len);
-    if (n < 0 && header)
-        n = rq->lookup(rq->ctx, ROUTE_HEADER, header, buf, len);
+    const char *t = rq->raw_target ? rq->raw_target : rq->target;
+    size_t tlen = !rq->raw_target      ? rq->target_len
+                  : rq->raw_target_len ? rq->raw_target_len
+                                       : strlen(rq->raw_target);
+    const char *q = memchr(t, '?', tlen);
+    long n = q ? target_query_param(q + 1, tlen - (size_t)(q + 1 - t), param, buf, len) : -1;
+    if (n < 0 && header && rq->lookup)
+        n = rq->lookup(rq->ctx, header, buf, len);
     if (n >= (long)len) {
         char msg[96];
         snprintf(msg, sizeof msg, "%s: value over %zu bytes", param, len - 1);
@@ -695,8 +700,7 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
         out->timing = out->timing_buf;
         out->cacheable = 0;
     }
-    if (r->counted && t->overrides && rq->lookup &&
-        apply_overrides(t, rq, id, &index, out, &fault) != 0)
+    if (r->counted && t->overrides && apply_overrides(t, rq, id, &index, out, &fault) != 0)
         return;
     if (r->counted && r->error_rate > 0 && out->action == PLAN_RESPOND) {
         if (index == UINT64_MAX)

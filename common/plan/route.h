@@ -140,29 +140,23 @@ struct plan {
     };
 };
 
-/* Where a lookup reads. */
-enum route_input {
-    ROUTE_QUERY = 0, /* a query parameter, percent-decoded */
-    ROUTE_HEADER,    /* a request header, by case-insensitive name */
-};
-
-/* Reads input `name` of the request into buf (len bytes, NUL-terminated): a query parameter as
- * target_query_param finds it (decoded, its name exact), a header by case-insensitive name.
- * Returns the whole value's length, or -1 if the request has no such input. A length of len or more
- * means the value did not fit: buf holds only its start, and the route refuses it (never reads a
- * cut value). route_value_copy() does the copying. */
-typedef long (*route_lookup_fn)(void *ctx, enum route_input kind, const char *name, char *buf,
-                                size_t len);
+/* Reads the request's header `name` (case-insensitive) into buf (len bytes, NUL-terminated).
+ * Returns the whole value's length, or -1 if the request has no such header. A length of len or
+ * more means the value did not fit: buf holds only its start, and the route refuses it (never
+ * reads a cut value). route_value_copy() does the copying. Query parameters are the core's to
+ * read, from the target as received. */
+typedef long (*route_lookup_fn)(void *ctx, const char *name, char *buf, size_t len);
 
 /* What route_plan needs to know of a request. */
 struct route_request {
     const char *method; /* NUL-terminated */
     const char *target; /* path, optionally followed by '?' and the query */
     size_t target_len;
-    route_lookup_fn lookup; /* NULL: the request has no query parameters or headers to read */
+    route_lookup_fn lookup; /* NULL: the request has no headers to read */
     void *ctx;
     const struct sockaddr *peer; /* the client's address, for the access log; may be NULL */
-    const char *raw_target;      /* the target as received, for the access log; NULL: `target` */
+    const char *raw_target;      /* the target as received, for the query and the access log;
+                                    NULL: `target` */
     size_t raw_target_len;       /* its length; 0: NUL-terminated */
     size_t header_bytes;         /* size of the header block; 0 where the engine limits it */
     size_t target_bytes; /* length of the target as received, when `target` lacks its query */

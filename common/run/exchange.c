@@ -170,7 +170,7 @@ static char *header_copy(const struct route_request *rq, const char *name)
     char small[256];
     if (!rq->lookup)
         return NULL;
-    long n = rq->lookup(rq->ctx, ROUTE_HEADER, name, small, sizeof small);
+    long n = rq->lookup(rq->ctx, name, small, sizeof small);
     if (n < 0)
         return NULL;
     char *v = malloc((size_t)n + 1);
@@ -179,7 +179,7 @@ static char *header_copy(const struct route_request *rq, const char *name)
     if ((size_t)n < sizeof small)
         memcpy(v, small, (size_t)n + 1);
     else
-        rq->lookup(rq->ctx, ROUTE_HEADER, name, v, (size_t)n + 1);
+        rq->lookup(rq->ctx, name, v, (size_t)n + 1);
     return v;
 }
 
@@ -189,7 +189,7 @@ static int64_t content_length(const struct route_request *rq)
 {
     char v[32], *end;
     /* Absent (-1) or longer than any size: unknown. */
-    long n = rq->lookup ? rq->lookup(rq->ctx, ROUTE_HEADER, "Content-Length", v, sizeof v) : -1;
+    long n = rq->lookup ? rq->lookup(rq->ctx, "Content-Length", v, sizeof v) : -1;
     if (n < 0 || (size_t)n >= sizeof v)
         return -1;
     unsigned long long len = strtoull(v, &end, 10);

@@ -226,15 +226,9 @@ static void on_dispose(void *p)
     loop_end(&r->loop->core, r->x);
 }
 
-static long on_lookup(void *ctx, enum route_input kind, const char *name, char *buf, size_t len)
+static long on_lookup(void *ctx, const char *name, char *buf, size_t len)
 {
     h2o_req_t *req = ctx;
-    if (kind == ROUTE_QUERY) {
-        if (req->query_at == SIZE_MAX)
-            return -1;
-        return target_query_param(req->path.base + req->query_at + 1,
-                                  req->path.len - req->query_at - 1, name, buf, len);
-    }
     for (size_t i = 0; i < req->headers.size; i++) {
         const h2o_header_t *h = &req->headers.entries[i];
         if (h->name->len == strlen(name) && strncasecmp(h->name->base, name, h->name->len) == 0)
@@ -253,49 +247,19 @@ static size_t header_bytes(const h2o_req_t *req)
     return n;
 }
 
-/* picohttpparser's request parser: libh2o exports it, Debian ships no header for it. */
-struct phr_header {
-    const char *name;
-    size_t name_len;
-    const char *value;
-    size_t value_len;
-};
-int phr_parse_request(const char *buf, size_t len, const char **method, size_t *method_len,
-                      const char **path, size_t *path_len, int *minor_version,
-                      struct phr_header *headers, size_t *num_headers, size_t last_len);
-
-/* The HTTP/1.x head of req as received, parsed again into *h (fields into f), or NULL over
- * HTTP/2 or if the buffer does not start with this request (then libh2o's own checks stand).
- * libh2o keeps only the first Content-Length, folds Host, Expect and Transfer-Encoding away from
- * req->headers, and reads the body before the handler; but its HTTP/1.x connection keeps the
- * head as received at the start of the socket's input buffer until the answer is done. */
+/* The HTTP/1.x head of req as received (head_parse), or NULL over HTTP/2 or if the buffer does
+ * not start with this request (then libh2o's own checks stand). libh2o keeps only the first
+ * Content-Length, folds Host, Expect and Transfer-Encoding away from req->headers, and reads the
+ * body before the handler; but its HTTP/1.x connection keeps the head as received at the start
+ * of the socket's input buffer until the answer is done. */
 static const struct head *raw_head(h2o_req_t *req, struct head *h, struct head_field *f)
 {
     h2o_socket_t *sock = req->version < 0x200 ? socket_of(req) : NULL;
     h2o_buffer_t *in = sock ? sock->input : NULL;
-    struct phr_header ph[HEAD_MAX_FIELDS + 1];
-    size_t n = HEAD_MAX_FIELDS + 1;
-    const char *m, *path;
-    size_t mlen, plen;
-    int minor;
-    if (!in ||
-        phr_parse_request(in->bytes, in->size, &m, &mlen, &path, &plen, &minor, ph, &n, 0) <= 0 ||
-        mlen != req->method.len || memcmp(m, req->method.base, mlen) != 0 ||
-        plen != req->path.len || memcmp(path, req->path.base, plen) != 0)
+    if (!in || head_parse(in->bytes, in->size, h, f) <= 0 || h->mlen != req->method.len ||
+        memcmp(h->method, req->method.base, h->mlen) != 0 || h->tlen != req->path.len ||
+        memcmp(h->target, req->path.base, h->tlen) != 0)
         return NULL;
-    *h = (struct head){.method = m,
-                       .mlen = mlen,
-                       .target = path,
-                       .tlen = plen,
-                       .minor = (unsigned)minor,
-                       .fields = f,
-                       .nfields = n};
-    for (size_t i = 0; i < n && i < HEAD_MAX_FIELDS; i++) {
-        /* picohttpparser gives a continuation line as a field without a name. */
-        h->folded |= ph[i].name == NULL;
-        f[i] = (struct head_field){ph[i].name ? ph[i].name : "", ph[i].name ? ph[i].name_len : 0,
-                                   ph[i].value, ph[i].value_len};
-    }
     return h;
 }
 

@@ -141,19 +141,10 @@ static enum MHD_Result act(struct request *rq, enum exchange_do d)
     return MHD_YES;
 }
 
-/* Query parameters are read from the target as received (target_query_param), as on libh2o:
- * libmicrohttpd parses none (mhd_on_uri), so a long query never fills its per-connection pool. */
-static long on_lookup(void *ctx, enum route_input kind, const char *name, char *buf, size_t len)
+static long on_lookup(void *ctx, const char *name, char *buf, size_t len)
 {
-    struct request *rq = ctx;
-    if (kind == ROUTE_QUERY) {
-        const char *q = rq->raw_uri ? memchr(rq->raw_uri, '?', rq->raw_len) : NULL;
-        if (!q)
-            return -1;
-        q++;
-        return target_query_param(q, rq->raw_len - (size_t)(q - rq->raw_uri), name, buf, len);
-    }
-    const char *v = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
+    const char *v =
+        MHD_lookup_connection_value(((struct request *)ctx)->conn, MHD_HEADER_KIND, name);
     return v ? route_value_copy(v, strlen(v), buf, len) : -1;
 }
 

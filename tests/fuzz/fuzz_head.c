@@ -1,6 +1,6 @@
 /*
- * libFuzzer target for common/head: head_check() on an HTTP/1.x request head as an engine
- * hands it over.
+ * libFuzzer target for common/http/head: head_parse() on raw bytes, and head_check() on an
+ * HTTP/1.x request head as an engine hands it over.
  *
  * Input: raw bytes, read as a request head the way picohttpparser and libmicrohttpd split one:
  * lines end at LF (a CR before it is dropped); the request line's method ends at its first
@@ -67,6 +67,35 @@ static void strip(const char **v, size_t *n)
         (*n)--;
 }
 
+/* head_parse on an exact-size copy of the input: its answer is -2, -1 or a length within the
+ * input that ends in LF, everything it points at lies inside the input, and a head it accepts is
+ * one HTTP/1.x request line then its fields; head_check then answers it as above. */
+static void check_parse(const uint8_t *data, size_t size)
+{
+    char *buf = copy(data, size);
+    struct head h;
+    struct head_field f[HEAD_MAX_FIELDS];
+    long n = head_parse(buf, size, &h, f);
+    if (n != -1 && n != -2 && (n <= 0 || (size_t)n > size || buf[n - 1] != '\n'))
+        __builtin_trap();
+    if (n > 0) {
+        const char *end = buf + n;
+        if (h.method < buf || h.method + h.mlen > end || h.target + h.tlen > end || h.mlen == 0 ||
+            h.tlen == 0 || h.minor > 9 || memchr(h.method, ' ', h.mlen) ||
+            memchr(h.target, ' ', h.tlen))
+            __builtin_trap();
+        for (size_t i = 0; i < h.nfields && i < HEAD_MAX_FIELDS; i++)
+            if (f[i].value < buf || f[i].value + f[i].vlen > end ||
+                memchr(f[i].name, ':', f[i].nlen) || memchr(f[i].value, '\n', f[i].vlen))
+                __builtin_trap();
+        const char *why;
+        unsigned st = head_check(&h, &why);
+        if (st != 0 && st != 400 && st != 417 && st != 431)
+            __builtin_trap();
+    }
+    free(buf);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct head h = {0};
@@ -78,6 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     h.minor = data[0] & 1;
     data++;
     size--;
+    check_parse(data, size);
 
     /* The request line. */
     const uint8_t *eol = memchr(data, '\n', size);

@@ -244,26 +244,12 @@ static long copy_out(const char *v, char *buf, size_t len)
     return route_value_copy(v, strlen(v), buf, len);
 }
 
-static long lookup(void *ctx, enum route_input kind, const char *name, char *buf, size_t len)
+static long lookup(void *ctx, const char *name, char *buf, size_t len)
 {
     struct request_ctx *c = ctx;
 
     c->lookups++;
     REQUIRE(name != NULL && buf != NULL && len >= 1);
-    if (kind == ROUTE_QUERY) {
-        /* The route code's buffers are at most 256 bytes: check on an exact-size copy. */
-        REQUIRE(len <= 256);
-        char *tmp = malloc(len);
-        long n;
-
-        REQUIRE(tmp != NULL);
-        n = c->query ? checked_query_param(c->query, c->query_len, name, tmp, len) : -1;
-        if (n >= 0)
-            memcpy(buf, tmp, ((size_t)n < len ? (size_t)n : len - 1) + 1);
-        free(tmp);
-        return n;
-    }
-    REQUIRE(kind == ROUTE_HEADER);
     if (strcasecmp(name, "X-Slowsrv-Delay") == 0 && c->hdr_delay)
         return copy_out(c->hdr_delay, buf, len);
     if (strcasecmp(name, "X-Slowsrv-Status") == 0 && c->hdr_status)

@@ -38,14 +38,10 @@ struct test_request {
     const char *const *headers;
 };
 
-static long lookup_pairs(void *ctx, enum route_input kind, const char *name, char *buf, size_t len)
+static long lookup_pairs(void *ctx, const char *name, char *buf, size_t len)
 {
     const struct test_request *tr = ctx;
     const char *const *kv = tr->headers;
-    if (kind == ROUTE_QUERY) {
-        const char *q = strchr(tr->target, '?');
-        return q ? target_query_param(q + 1, strlen(q + 1), name, buf, len) : -1;
-    }
     for (size_t i = 0; kv && kv[i]; i += 2)
         if (strcasecmp(kv[i], name) == 0)
             return route_value_copy(kv[i + 1], strlen(kv[i + 1]), buf, len);

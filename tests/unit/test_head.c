@@ -145,8 +145,62 @@ static void too_many_fields_get_431_and_folded_lines_400(void)
     CHECK_INT(head_check(&h, &why), 400);
 }
 
+/* head_parse splits a head as received: CRLF or LF line ends, empty lines before the request
+ * line, a folded line as a field without a name; it says -2 for a head not yet whole and -1 for
+ * what is not an HTTP/1.x head. */
+static void head_parse_splits_heads_as_received(void)
+{
+    static const struct {
+        const char *in;
+        long want;  /* head_parse's return */
+        size_t nf;  /* fields */
+        int folded; /* h.folded */
+    } splits[] = {
+        {"GET /a?b HTTP/1.1\r\nHost: x\r\nX-A:  1 \r\n\r\nBODY", 40, 2, 0},
+        {"\r\n\r\nGET / HTTP/1.0\nHost: x\n\n", 28, 1, 0},
+        {"GET / HTTP/1.1\r\nA: 1\r\n  2\r\n\r\n", 29, 2, 1},
+        {"GET / HTTP/1.1\r\nHost: x\r\n", -2, 0, 0},
+        {"GET / HTTP/1.1", -2, 0, 0},
+        {"GET / HTTP/2.0\r\n\r\n", -1, 0, 0},
+        {"GET /  HTTP/1.1\r\n\r\n", -1, 0, 0},
+        {"GET / HTTP/1.1\r\nno colon\r\n\r\n", -1, 0, 0},
+        {"GET\r\n\r\n", -1, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof splits / sizeof splits[0]; i++) {
+        struct head h;
+        struct head_field f[HEAD_MAX_FIELDS];
+        long n = head_parse(splits[i].in, strlen(splits[i].in), &h, f);
+        CHECK_INT(n, splits[i].want);
+        if (n > 0) {
+            CHECK_INT(h.nfields, splits[i].nf);
+            CHECK_INT(h.folded, splits[i].folded);
+        }
+    }
+    struct head h;
+    struct head_field f[HEAD_MAX_FIELDS];
+    static const char get[] = "GET /a?b HTTP/1.1\r\nHost: x\r\nX-A:  1 \r\n\r\n";
+    CHECK_INT(head_parse(get, sizeof get - 1, &h, f), (long)sizeof get - 1);
+    CHECK(h.mlen == 3 && memcmp(h.method, "GET", 3) == 0);
+    CHECK(h.tlen == 4 && memcmp(h.target, "/a?b", 4) == 0);
+    CHECK_INT(h.minor, 1);
+    CHECK(f[1].nlen == 3 && memcmp(f[1].name, "X-A", 3) == 0);
+    CHECK(f[1].vlen == 4 && memcmp(f[1].value, "  1 ", 4) == 0);
+    const char *why;
+    CHECK_INT(head_check(&h, &why), 0);
+    /* More fields than HEAD_MAX_FIELDS: all counted, the first ones kept, 431. */
+    static char many[16 + 110 * 6 + 3];
+    size_t k = (size_t)snprintf(many, sizeof many, "GET / HTTP/1.1\r\n");
+    for (int i = 0; i < 110; i++)
+        k += (size_t)snprintf(many + k, sizeof many - k, "A: 1\r\n");
+    k += (size_t)snprintf(many + k, sizeof many - k, "\r\n");
+    CHECK_INT(head_parse(many, k, &h, f), (long)k);
+    CHECK_INT(h.nfields, 110);
+    CHECK_INT(head_check(&h, &why), 431);
+}
+
 int main(void)
 {
+    head_parse_splits_heads_as_received();
     heads_get_their_answer();
     too_many_fields_get_431_and_folded_lines_400();
     return CHECK_DONE();
