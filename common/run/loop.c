@@ -165,7 +165,7 @@ void loop_conn_opened(struct core_loop *l, struct conn *c, int fd, int control)
 void loop_conn_closed(struct core_loop *l, struct conn *c)
 {
     conn_close(&l->conns, c);
-    service_conn_closed(l->svc);
+    service_conn_closed(l->svc); /* its --max-connections slot is free */
 }
 
 size_t loop_sweep(struct core_loop *l, uint64_t now)
