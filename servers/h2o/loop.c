@@ -54,7 +54,7 @@ static void on_timer(h2o_socket_t *sock, const char *err)
     (void)err;
     if (read(loop->timer_fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
         LOG(loop->srv->log, LOG_LEVEL_WARN, "timerfd read: %s", strerror(errno));
-    loop->armed_us = 0; /* expired: nothing is armed now */
+    loop->armed_us = 0;  /* expired: nothing is armed now */
     h2s_want_fire(loop); /* on_fire answers at the end of this turn */
 }
 
