@@ -166,7 +166,8 @@ static cJSON *routes_json(const struct route_table *t)
 }
 
 /* After a change: {"generation": N, "route": {...}} (route may be absent). */
-static void changed(struct control_answer *a, struct service *svc, long long gen, const char *path)
+static void changed(struct control_answer *a, struct service *svc, long long gen, const char *path,
+                    unsigned status)
 {
     cJSON *o = cJSON_CreateObject();
     if (o) {
@@ -176,7 +177,7 @@ static void changed(struct control_answer *a, struct service *svc, long long gen
         if (i >= 0)
             cJSON_AddItemToObject(o, "route", control_route_json(&t->routes[i]));
     }
-    answer_json(a, 200, o);
+    answer_json(a, status, o);
 }
 
 static void publish_failed(struct control_answer *a, long long rc)
@@ -231,7 +232,7 @@ static void patch_route(struct control *c, const char *path, const cJSON *body, 
     } else if (gen < 0) {
         publish_failed(a, gen);
     } else {
-        changed(a, c->svc, gen, path);
+        changed(a, c->svc, gen, path, 200);
     }
 }
 
@@ -294,7 +295,7 @@ static void put_routes(struct control *c, const cJSON *body, const char *who,
     if (gen < 0)
         publish_failed(a, gen);
     else
-        changed(a, c->svc, gen, NULL);
+        changed(a, c->svc, gen, NULL, 200);
 }
 
 /* POST /routes: adds one route. */
@@ -325,7 +326,7 @@ static void add_route(struct control *c, const cJSON *body, const char *who,
     }
     service_change_unlock(c->svc);
     if (rc == 0 && gen >= 0)
-        changed(a, c->svc, gen, l.r[l.n - 1].path);
+        changed(a, c->svc, gen, l.r[l.n - 1].path, 201); /* created */
     control_list_free(&l);
     config_route_free(&r);
     if (rc == -EEXIST)
@@ -373,7 +374,7 @@ static void delete_route(struct control *c, const char *path, const char *who,
     else if (gen < 0)
         publish_failed(a, gen);
     else
-        changed(a, c->svc, gen, NULL);
+        changed(a, c->svc, gen, NULL, 200);
 }
 
 static void reset(struct control *c, const char *who, struct control_answer *a)

@@ -5,16 +5,17 @@
  * library as it is and decides nothing.
  *
  * Pointers in an answer point into storage that outlives the request's answer (the route table,
- * the exchange); the struct itself is the caller's, usually on the stack.
+ * the exchange), or into the answer itself (wait); the struct is the caller's, usually on the
+ * stack, so an engine whose library keeps a header past the call copies it.
  */
 #ifndef SLOWSRV_ANSWER_H
 #define SLOWSRV_ANSWER_H
 
 #include <stddef.h>
 
-/* Most headers an answer carries: Content-Type, Server-Timing, Allow and Connection beside a
- * route's own eight, or the control API's. */
-#define ANSWER_HEADERS_MAX 12
+/* Most headers an answer carries: Content-Type, two Server-Timing, Allow and Connection beside
+ * a route's own eight (CONFIG_ROUTE_HEADERS), or the control API's. */
+#define ANSWER_HEADERS_MAX 13
 
 struct answer_header {
     const char *name; /* in its canonical case ("Content-Type"); HTTP/2 lowercases it */
@@ -34,6 +35,7 @@ struct answer {
                         headers) */
     long cached;     /* the start table's route whose answer this is unchanged, for an engine
                         that prebuilds one per route (exchange_cached_answer); -1 otherwise */
+    char wait[32];   /* storage of a Server-Timing value made for this answer alone */
 };
 
 /* The reason phrase of an HTTP status (RFC 9110 and the IANA registry: "Not Found", "I'm a

@@ -570,7 +570,16 @@ void exchange_answer_of(struct exchange *x, struct answer *a)
         if (p->action == PLAN_STATS || p->action == PLAN_METRICS)
             build_report(x);
         answer_plan(p, a);
-        if (p->cacheable && p->route && !p->close && p->generation == 1)
+        /* A delayed answer says how long it waited: from the end of its head (exchange_on_head)
+         * to now, when it starts, to the microsecond; a field of its own beside the plan's. */
+        if (p->timing) {
+            uint64_t now = timer_now_us(), us = now > x->begun_us ? now - x->begun_us : 0;
+            snprintf(a->wait, sizeof a->wait, "wait;dur=%llu.%03llu",
+                     (unsigned long long)(us / 1000), (unsigned long long)(us % 1000));
+            answer_add_header(a, "Server-Timing", a->wait);
+        }
+        /* A prebuilt answer has no Server-Timing of its own request. */
+        if (p->cacheable && p->route && !p->close && p->generation == 1 && !p->timing)
             a->cached = (long)p->route_id;
     }
     if (a->close)
@@ -582,7 +591,7 @@ void exchange_answer_of(struct exchange *x, struct answer *a)
 int exchange_cached_answer(const struct service *svc, size_t i, struct answer *a)
 {
     struct plan p;
-    if (route_cached_plan(&svc->routes, i, &p) != 0)
+    if (route_cached_plan(&svc->routes, i, &p) != 0 || p.timing)
         return -1;
     answer_plan(&p, a);
     a->cached = (long)i;

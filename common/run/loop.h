@@ -1,12 +1,11 @@
 /*
- * loop: what every event loop of both engines does around the state machine (exchange.h),
- * written once, in the manner of redis's ae.c: a loop owns its timer heap and answers what is
- * due, batched and capped by one set of constants; it keeps the inbox through which other
- * threads hand requests back; and it stops as drain.h says. The engine fills in a backend (struct
- * loop_backend): how to carry out an action for a request, whether its client left, how to stop
- * accepting, and how to wake. The engine's own loop (libmicrohttpd's sockets, libh2o's evloop)
- * calls loop_fire when the loop may answer, loop_wait_us to size its wait, and loop_stop_step
- * once a turn.
+ * loop: every loop thread of both engines, around the state machine (exchange.h), written once
+ * in the manner of redis's ae.c: a loop accepts its connections (under --max-connections) and
+ * sweeps their clocks (conn.h), owns its timer heap and answers what is due, batched and capped
+ * by one set of constants, keeps the inbox through which other threads hand requests back, and
+ * stops as drain.h says. loop_run is the thread: the core decides when; the engine fills in a
+ * backend (struct loop_backend) that carries out: take over a connection, carry out an action
+ * for a request, wait for its library's I/O, stop accepting, wake.
  *
  * One struct core_loop per loop thread. Its heap and fields are that thread's, except where a
  * backend shares the heap with a library thread (slowsrv's poll model): then the backend's lock

@@ -143,15 +143,22 @@ static int reading(void *ctx, struct conn *c)
     return sock->input && sock->input->size > 0;
 }
 
-/* Stops accepting on the main listener; the control listener serves on until the end. */
+/* Closes a listener (the main one or the control one) once. */
+static void unlisten(h2o_socket_t **listener)
+{
+    if (!*listener)
+        return;
+    h2o_socket_read_stop(*listener);
+    h2o_socket_close(*listener);
+    *listener = NULL;
+}
+
+/* Stops accepting, on both listeners. */
 static void quiesce(void *ctx)
 {
     struct h2s_loop *loop = ctx;
-    if (!loop->listener)
-        return;
-    h2o_socket_read_stop(loop->listener);
-    h2o_socket_close(loop->listener);
-    loop->listener = NULL;
+    unlisten(&loop->listener);
+    unlisten(&loop->ctl_listener);
 }
 
 /* A timer just queued is the earliest: the timerfd is armed for it. */
@@ -210,9 +217,7 @@ static void close_wait(struct h2s_loop *loop, h2o_context_t *ctx)
 static void teardown(struct h2s_loop *loop)
 {
     if (loop->ctl_ready) {
-        h2o_socket_read_stop(loop->ctl_listener);
-        h2o_socket_close(loop->ctl_listener);
-        loop->ctl_listener = NULL;
+        unlisten(&loop->ctl_listener);
         close_wait(loop, &loop->ctl_ctx);
     }
     h2o_socket_read_stop(loop->timer_sock);

@@ -18,14 +18,18 @@ static h2o_socket_t *socket_of(h2o_req_t *req)
 }
 
 /* `name` in its canonical case ("Content-Type"): HTTP/1 sends it as given, HTTP/2 lowercased
- * (libh2o keeps header names that way). */
-static void add_header(h2o_req_t *req, const char *name, const char *value)
+ * (libh2o keeps header names that way). libh2o keeps the value until the answer is sent: one
+ * made for this answer alone (struct answer's wait) is copied into the request's pool. */
+static void add_header(h2o_req_t *req, const struct answer *a, const char *name,
+                       const char *value)
 {
-    size_t n = strlen(name);
+    size_t n = strlen(name), vlen = strlen(value);
     char *lower = h2o_mem_alloc_pool(&req->pool, n);
     for (size_t i = 0; i < n; i++)
         lower[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] - 'A' + 'a' : name[i]);
-    h2o_add_header_by_str(&req->pool, &req->res.headers, lower, n, 1, name, value, strlen(value));
+    if (value == a->wait)
+        value = h2o_strdup(&req->pool, value, vlen).base;
+    h2o_add_header_by_str(&req->pool, &req->res.headers, lower, n, 1, name, value, vlen);
 }
 
 static void on_sent(h2o_generator_t *gen, h2o_req_t *req)
@@ -110,7 +114,7 @@ static void respond(struct h2s_request *r)
     /* HTTP/1 closes after the answer: libh2o writes Connection: close itself. */
     for (size_t i = 0; i < a.nheaders; i++)
         if (strcasecmp(a.headers[i].name, "Connection") != 0)
-            add_header(req, a.headers[i].name, a.headers[i].value);
+            add_header(req, &a, a.headers[i].name, a.headers[i].value);
     if (a.close)
         req->http1_is_persistent = 0;
     exchange_answer(r->x);

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# bench_h2.sh - OK echo over HTTP/1.1 and h2c, and 1 s-delay /test over h2c at 10 000 streams
-# (issue #4): slowsrv-h2o next to slowsrv, nginx and Debian's h2o, same run, same machine.
+# bench_h2.sh - OK echo over HTTP/1.1 and h2c, 1 s-delay /test over h2c at 10 000 streams, and
+# scale up to a million waiting requests: slowsrv-h2o next to slowsrv, nginx and Debian's h2o,
+# same run, same machine. Method and results: doc/benchmarks.md, "Scale, HTTP/2 and /echo".
 #
 # Servers, one worker / event-loop thread each, pinned to CPU $SERVER_CPU (load tools and this
 # script on CPU $WRK_CPU), started fresh for every measurement:
-#   slowsrv-h2o --threads 1 --port 0 [--delay 1s]   (libh2o engine: HTTP/1.1 and h2c)
-#   slowsrv     --threads 1 --port 0                (libmicrohttpd engine: HTTP/1.1 only)
+#   slowsrv-h2o --threads 1 --port 0 --delay 1s     (libh2o engine: HTTP/1.1 and h2c)
+#   slowsrv     --threads 1 --port 0 --delay 1s     (libmicrohttpd engine: HTTP/1.1 only)
+#               (--delay 10s at a million; more options per scenario in scen_setup)
 #   nginx       worker_processes 1, generated config in a temp dir: `return 200 "OK"` on /echo,
 #               `echo_sleep 1; echo -n ok` on /test (echo module); one HTTP/1.1 port and one
 #               `listen … http2` cleartext port (h2c by prior knowledge)
@@ -17,7 +19,7 @@
 #   test-h2c  h2load -c100 -m100 -D 10 --log-file …/test   slowsrv-h2o --delay 1s, nginx echo_sleep 1
 #   test-h2c-steady  the same after a WARMUP-second h2load --warm-up-time (the opening burst of
 #             10 000 streams left out): steady-state p50/p99/max
-# Scale (issue 16), each in steady state (h2load --warm-up-time; the -D run after it counts):
+# Scale, each in steady state (h2load --warm-up-time; the -D run after it counts):
 #   test-h1-10k-steady   h2load --h1 -t1 -c10000 --warm-up-time=15 -D 20 /test (1 s)
 #                        slowsrv-h2o, slowsrv, nginx
 #   test-h1-18k-steady   the same at 18 000 connections with --warm-up-time=25 (h2load's one
@@ -35,14 +37,14 @@
 #   wait-h2c-1m-even     the same million with its connections opened evenly over one delay:
 #                        h2load -c10000 -m100 -r11 --rate-period=10ms -n5000000 (11 connections
 #                        every 10 ms, all open after 9.1 s; five 10 s cycles each). The opening
-#                        must end within one delay: "-r1 --rate-period=1ms" ran 4-10 % slow on
-#                        h2load's 1 ms timer, so its last 0.4 s overlapped its own first renewal
-#                        and left a second 1.3-1.4x as dense at the same phase of every cycle
-#                        (doc/benchmarks.md, issue 16, ninth round). With all of them opened at once
-#                        the load keeps the opening's shape for ever (a closed loop with one
-#                        fixed delay): a wave of ~180 000 requests/s for 5.5 s of every 10, peaks
-#                        of 360 000/s, more than h2load or any server turns over on one core
-#                        (doc/benchmarks.md, issue 16, seventh round). Judged over the requests
+#                        must end within one delay: one connection a millisecond
+#                        ("-r1 --rate-period=1ms") runs 4-10 % slow on h2load's 1 ms timer, so
+#                        its last 0.4 s overlaps its own first renewal and leaves a second
+#                        1.3-1.4x as dense at the same phase of every cycle. With all of them
+#                        opened at once the load keeps the opening's shape for ever (a closed
+#                        loop with one fixed delay): a wave of ~180 000 requests/s for 5.5 s of
+#                        every 10, peaks of 360 000/s, more than h2load or any server turns over
+#                        on one core (doc/benchmarks.md, "Judging rules"). Judged over the requests
 #                        sent 20-40 s into the run (the opening and its first renewal left out,
 #                        every connection open): p50/p99/max of those, rate = their number ÷
 #                        20 s; CPU per request over the whole run; slowsrv-h2o (nginx with
@@ -51,7 +53,7 @@
 #   per waiting request ((max RSS − idle RSS) ÷ streams); for slowsrv in the wait-h2c rows, its
 #   own overshoot over the judged window (GET /stats at the window's start and end: how late
 #   each answer started after its delay was due). The million's p99 target is judged on that
-#   clock (doc/benchmarks.md, issue 16, ninth round); h2load's p99 is reported beside it.
+#   clock (doc/benchmarks.md, "Judging rules"); h2load's p99 is reported beside it.
 # Figures: requests/s, server CPU time per request (utime+stime of the server process(es),
 # nginx master+worker, h2o and its helper child, from /proc/PID/stat before/after ÷ requests
 # done), failures; for test-h2c p50/p99/max request time from h2load's per-request log.
@@ -479,7 +481,7 @@ measure() { # rep server scenario try; sets RETRY=1 when other processes disturb
     test-h1-10k-steady | test-h1-18k-steady)
         conns=${scen#test-h1-}; conns=${conns%k-steady}000 streams=1 dur=20 warm=15
         # h2load opens 18 000 connections in about 16 s (75 % of its core): a 15 s warm-up
-        # ended inside the opening and measured it (doc/benchmarks.md, issue 16, fifth round)
+        # would end inside the opening and measure it (doc/benchmarks.md, "Judging rules")
         [[ $scen == test-h1-18k-steady ]] && warm=25
         logf=$RESULTS/$scen.$srv.rep$rep.log
         cmd=(taskset -c "$WRK_CPU" h2load --h1 -t1 -c "$conns" "--warm-up-time=$warm" -D "$dur"
@@ -704,7 +706,7 @@ scens = {r["scenario"] for r in rows}
 if "echo-h1" in scens:
     p = "/echo HTTP/1.1 (wrk c=100):"
     row(f"{p} requests/s", "echo-h1", rps)
-    # Settled: parity with nginx is the kernel's floor here, so the target is "within noise":
+    # Parity with nginx is the kernel's floor here, so the target is "within noise":
     # slowsrv-h2o's fastest repetition no slower than nginx's slowest (the ranges overlap).
     row(f"{p} server CPU µs/request", "echo-h1", cpu_us, 2,
         "slowsrv-h2o within noise of nginx (ranges overlap)",
@@ -784,7 +786,7 @@ for scen, what, p99max, rate_min, mem in scale:
         # slowsrv's own clock: how late each answer started after its delay was due (/stats,
         # the answers within the window), as the upper bound of its histogram bucket. The
         # million's p99 is judged here: the client's p99 above adds h2load's own lateness and
-        # the host's steal on both CPUs (doc/benchmarks.md, issue 16, ninth round).
+        # the host's steal on both CPUs (doc/benchmarks.md, "Judging rules").
         q = f"{p} the server's own overshoot over the window (/stats bucket bound):"
         row(f"{q} p50 ≤ ms", scen, lambda r: num(r, "srv_over_p50_le_ms"), 1, ratios=False)
         if scen == "wait-h2c-1m-even":

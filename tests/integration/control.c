@@ -61,7 +61,7 @@ static void control_api_answers_alike(const struct itest_env *env)
         {"PATCH", "/routes/test", "{nope", 400, 1},
         {"PATCH", "/routes/nowhere", "{\"status\": 500}", 404, 1},
         {"PATCH", "/routes/write", "{\"status\": 500}", 409, 1},
-        {"POST", "/routes", "{\"path\": \"/api/orders\", \"delay\": \"p50=5ms,p99=20ms\"}", 200, 1},
+        {"POST", "/routes", "{\"path\": \"/api/orders\", \"delay\": \"p50=5ms,p99=20ms\"}", 201, 1},
         {"POST", "/routes", "{\"path\": \"/api/orders\"}", 409, 1},
         {"PATCH", "/routes/api/orders", "{\"error-rate\": 0.5, \"error-status\": 500}", 200, 1},
         {"GET", "/routes/api/orders", NULL, 200, 1},
@@ -108,7 +108,8 @@ static void control_api_answers_alike(const struct itest_env *env)
         CHECK(parsed != NULL);
         cJSON_Delete(parsed);
     }
-    /* A body over 1 MiB: 413 from the core on both, whatever the engine read of it. */
+    /* A body over 1 MiB: 413 on both (the core's JSON one on slowsrv, libh2o's own from the
+     * Content-Length on slowsrv-h2o). */
     size_t big = 1536 * 1024;
     char *huge = malloc(big + 1);
     memset(huge, ' ', big);
@@ -152,11 +153,11 @@ static void control_api_answers_alike(const struct itest_env *env)
     stop_expect_clean(&b);
 }
 
-/* With --control-token, a request without the token gets 401 and changes nothing. */
 /* The control listener keeps the limits of the main port: 70 clients that trickle a head, a
  * byte at a time, lock no one out (a token holder is answered at once beside them), and
  * --header-timeout cuts them. With --control-token, a request without the token is refused from
- * its head, before any of its body is read: a 100 MB body is never waited for. */
+ * its head: a 100 MB body is never waited for (slowsrv-h2o's libh2o refuses it first, from its
+ * Content-Length over the API's 1 MiB). */
 static void control_port_outlasts_trickling_clients(const struct itest_env *env)
 {
     enum { TRICKLERS = 70 };
@@ -211,9 +212,28 @@ static void control_port_outlasts_trickling_clients(const struct itest_env *env)
     CHECK(strncmp(buf, itest_has(env, ENGINE_JSON_413) ? "HTTP/1.1 401 " : "HTTP/1.1 413 ", 13) ==
           0);
     close(fd);
+    /* A body within 1 MiB, not sent yet: slowsrv answers 401 from the head; libh2o reads a body
+     * whole before any handler, so slowsrv-h2o answers once the body is in. */
+    static char small[1100];
+    fd = raw_connect(cp);
+    int n0 = snprintf(small, sizeof small,
+                      "PUT /routes HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n[");
+    send_all(fd, small, (size_t)n0);
+    /* Within --header-timeout (1s): slowsrv-h2o's head and body are due by then. */
+    n = read_until_text(fd, buf, sizeof buf - 1, "\r\n\r\n", 300);
+    if (!itest_has(env, ENGINE_STREAMS_UPLOADS)) {
+        CHECK_INT(n, 0);
+        memset(small, ' ', 999);
+        send_all(fd, small, 999);
+        n = read_until_text(fd, buf, sizeof buf - 1, "\r\n\r\n", 2000);
+    }
+    buf[n] = '\0';
+    CHECK(strncmp(buf, "HTTP/1.1 401 ", 13) == 0);
+    close(fd);
     stop_expect_clean(&s);
 }
 
+/* With --control-token, a request without the token gets 401 and changes nothing. */
 static void control_token_is_required(const struct itest_env *env)
 {
     struct server s;
@@ -357,8 +377,9 @@ static void changes_under_load_keep_each_plan(const struct itest_env *env)
         seen[gen] = 1;
     }
     CHECK_INT(bad, 0);
-    /* The answers came from many generations, not one before and one after. */
-    if (gens_seen < 20)
+    /* The answers came from many generations, not one before and one after (a sanitized build,
+     * ten times slower, still shows more than 18). */
+    if (gens_seen < 10)
         CHECK_FAIL_("answers came from %zu generations only", gens_seen);
     cJSON *j = settled_stats(t);
     CHECK_INT(json_number(j, "control.changes"), 1000);
@@ -389,7 +410,7 @@ static void scenario_changes_answers_on_time(const struct itest_env *env)
         "\"60ms\"}}},"
         " {\"at\": \"600ms\", \"name\": \"errors\", \"routes\": {\"/test\": {\"error-rate\": 1, "
         "\"error-status\": 502}}},"
-        " {\"at\": \"900ms\", \"name\": \"recovered\", \"restore\": true}]}");
+        " {\"at\": \"1500ms\", \"name\": \"recovered\", \"restore\": true}]}");
     struct server s;
     const char *args[] = {"--config", cfg, "--control", "0", NULL};
     if (server_start(&s, env->bin, args, NULL) != 0) {
@@ -421,7 +442,7 @@ static void scenario_changes_answers_on_time(const struct itest_env *env)
     CHECK_INT(r.status, 502);
     http_request(s.port, "GET", "/metrics", NULL, NULL, &r);
     CHECK(strstr(r.body, "slowsrv_scenario_phase 1\n") != NULL);
-    while (now_seconds() - t0 < 1.05)
+    while (now_seconds() - t0 < 1.65)
         usleep(5000);
     http_request(s.port, "GET", "/test", NULL, NULL, &r);
     CHECK_INT(r.status, 200);
@@ -678,7 +699,7 @@ static void control_changes_reach_every_model(const struct itest_env *env)
     CHECK_INT(api(pc, "POST", "/routes",
                   "{\"path\": \"/b\", \"delay\": \"10ms\", \"status\": 201, \"body\": \"B\"}", NULL,
                   NULL),
-              200);
+              201);
     answers_by_plan(s.port, "/b", 201, "B", 10, 3);
     CHECK_INT(api(pc, "DELETE", "/routes/b", NULL, NULL, NULL), 200);
     http_request(s.port, "GET", "/b", NULL, NULL, &r);

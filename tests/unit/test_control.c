@@ -169,7 +169,7 @@ static void routes_come_and_go(void)
     setup(&f, NULL);
     CHECK_INT(call(&f, "POST", "/routes",
                    "{\"path\": \"/api/orders\", \"delay\": \"5ms\", \"body\": \"[]\"}", NULL, &j),
-              200);
+              201);
     cJSON_Delete(j);
     CHECK_INT(call(&f, "POST", "/routes", "{\"path\": \"/api/orders\"}", NULL, NULL), 409);
     /* A path no request could reach (routing resolves dot segments): refused, said why. */

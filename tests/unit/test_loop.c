@@ -1,6 +1,9 @@
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "run/exchange_impl.h"
 #include "run/loop.h"
@@ -15,7 +18,8 @@ struct fake {
     size_t carried[EXCHANGE_DO_DROP + 1]; /* actions handed to carry, by kind */
     int defer;                            /* carry says the answer goes out at the turn's end */
     struct exchange *gone;                /* peer_gone says this one's client left */
-    unsigned quiesced, gave_up, woken, earliest, prefetched;
+    unsigned quiesced, gave_up, woken, earliest, prefetched, adopted, waits;
+    atomic_int stopping;
 };
 
 static int fake_carry(void *ctx, struct exchange *x, enum exchange_do d)
@@ -59,7 +63,29 @@ static void fake_earliest(void *ctx)
     ((struct fake *)ctx)->earliest++;
 }
 
+/* Takes over an accepted connection by closing it, and counts it (the fake has no library). */
+static int fake_adopt(void *ctx, int fd, const struct sockaddr *peer, socklen_t len, int control)
+{
+    struct fake *f = ctx;
+    (void)peer;
+    (void)len;
+    f->adopted += control ? 101u : 1u;
+    close(fd);
+    return 0;
+}
+
+/* loop_run's wait: the server is asked to stop after three turns. */
+static void fake_wait(void *ctx, uint64_t wait_us)
+{
+    struct fake *f = ctx;
+    CHECK(wait_us <= LOOP_TICK_US);
+    if (++f->waits == 3)
+        atomic_store(&f->stopping, 1);
+}
+
 static const struct loop_backend fake_backend = {
+    .adopt = fake_adopt,
+    .wait = fake_wait,
     .carry = fake_carry,
     .peer_gone = fake_gone,
     .prefetch = fake_prefetch,
@@ -84,6 +110,7 @@ static void setup(struct fake *f, unsigned workers, size_t max_waiting, uint64_t
     cfg.queue = workers ? 4 : 0;
     CHECK_INT(service_init(&f->svc, &cfg, 1, NULL), 0);
     CHECK_INT(loop_init(&f->l, &fake_backend, f, &f->svc, 0, max_waiting, grace_us), 0);
+    atomic_init(&f->stopping, 0);
 }
 
 static void teardown(struct fake *f)
@@ -274,8 +301,61 @@ static void loop_inbox_hands_requests_back(void)
     teardown(&f);
 }
 
+/* loop_accept takes a batch from a listener, hands each connection over, and stops at
+ * --max-connections (the limit's pause); a closed connection frees its place. */
+static void loop_accepts_up_to_the_limit(void)
+{
+    struct fake f;
+    struct config cfg = config_defaults;
+    char msg[160];
+    memset(&f, 0, sizeof f);
+    cfg.max_connections = 2;
+    CHECK_INT(service_init(&f.svc, &cfg, 1, NULL), 0);
+    CHECK_INT(loop_init(&f.l, &fake_backend, &f, &f.svc, 0, 8, 0), 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), c[3];
+    CHECK(l >= 0 && bind(l, (struct sockaddr *)&a, sizeof a) == 0 && listen(l, 8) == 0 &&
+          getsockname(l, (struct sockaddr *)&a, &alen) == 0);
+    CHECK_U64(loop_accept(&f.l, l, 0, timer_now_us(), msg, sizeof msg), 0); /* none pending */
+    for (int i = 0; i < 3; i++) {
+        c[i] = socket(AF_INET, SOCK_STREAM, 0);
+        CHECK_INT(connect(c[i], (struct sockaddr *)&a, sizeof a), 0);
+    }
+    usleep(20000);
+    CHECK_U64(loop_accept(&f.l, l, 1, timer_now_us(), msg, sizeof msg), SERVICE_LIMIT_RETRY_US);
+    CHECK_INT(f.adopted, 2 * 101); /* two, both from the control listener as told */
+    CHECK_STR(msg, "");
+    struct conn k;
+    loop_conn_opened(&f.l, &k, c[0], 0);
+    CHECK_INT(conn_count(&f.l.conns), 1);
+    loop_conn_closed(&f.l, &k); /* frees a place */
+    CHECK_U64(loop_accept(&f.l, l, 0, timer_now_us(), msg, sizeof msg), SERVICE_LIMIT_RETRY_US);
+    CHECK_INT(f.adopted, 2 * 101 + 1);
+    for (int i = 0; i < 3; i++)
+        close(c[i]);
+    close(l);
+    loop_cleanup(&f.l);
+    service_cleanup(&f.svc);
+}
+
+/* loop_run turns until the stop is over: it waits through the backend, quiesces it once asked to
+ * stop, and ends with nothing in flight. */
+static void loop_run_turns_until_the_stop(void)
+{
+    struct fake f;
+    setup(&f, 0, 8, 0);
+    loop_run(&f.l, &f.stopping);
+    CHECK(f.waits >= 3);
+    CHECK_INT(f.quiesced, 1);
+    CHECK_INT(f.gave_up, 0);
+    teardown(&f);
+}
+
 int main(void)
 {
+    loop_accepts_up_to_the_limit();
+    loop_run_turns_until_the_stop();
     loop_batches_due_answers();
     loop_caps_answers_per_turn();
     loop_drops_requests_whose_client_left();
