@@ -20,8 +20,7 @@ static h2o_socket_t *socket_of(h2o_req_t *req)
 /* `name` in its canonical case ("Content-Type"): HTTP/1 sends it as given, HTTP/2 lowercased
  * (libh2o keeps header names that way). libh2o keeps the value until the answer is sent: one
  * made for this answer alone (struct answer's wait) is copied into the request's pool. */
-static void add_header(h2o_req_t *req, const struct answer *a, const char *name,
-                       const char *value)
+static void add_header(h2o_req_t *req, const struct answer *a, const char *name, const char *value)
 {
     size_t n = strlen(name), vlen = strlen(value);
     char *lower = h2o_mem_alloc_pool(&req->pool, n);
