@@ -5,7 +5,7 @@
  * library as it is and decides nothing.
  *
  * Pointers in an answer point into storage that outlives the request's answer (the route table,
- * the exchange), or into the answer itself (wait); the struct is the caller's, usually on the
+ * the exchange), or into the answer itself (timing); the struct is the caller's, usually on the
  * stack, so an engine whose library keeps a header past the call copies it.
  */
 #ifndef SLOWSRV_ANSWER_H
@@ -13,9 +13,12 @@
 
 #include <stddef.h>
 
-/* Most headers an answer carries: Content-Type, two Server-Timing, Allow and Connection beside
- * a route's own eight (CONFIG_ROUTE_HEADERS), or the control API's. */
-#define ANSWER_HEADERS_MAX 13
+/* Most headers an answer carries: Content-Type, Server-Timing, Allow and Connection beside a
+ * route's own eight (CONFIG_ROUTE_HEADERS), or the control API's. */
+#define ANSWER_HEADERS_MAX 12
+
+/* Room for a Server-Timing value made for one answer: the plan's and its wait;dur. */
+#define ANSWER_TIMING_LEN 112
 
 struct answer_header {
     const char *name; /* in its canonical case ("Content-Type"); HTTP/2 lowercases it */
@@ -31,11 +34,11 @@ struct answer {
     size_t body_len; /* what Content-Length announces (0 and absent when bodiless) */
     int bodiless;    /* 1xx, 204, 304: neither a body nor a Content-Length */
     int paced;       /* the body leaves in pieces, each handed over by exchange_body_take */
-    int close;       /* the connection closes after this answer ("Connection: close" is in
-                        headers) */
+    int close;       /* the connection closes after this answer ("Connection: close" is the
+                        last of headers) */
     long cached;     /* the start table's route whose answer this is unchanged, for an engine
                         that prebuilds one per route (exchange_cached_answer); -1 otherwise */
-    char wait[32];   /* storage of a Server-Timing value made for this answer alone */
+    char timing[ANSWER_TIMING_LEN]; /* the Server-Timing value made for this answer alone */
 };
 
 /* The reason phrase of an HTTP status (RFC 9110 and the IANA registry: "Not Found", "I'm a

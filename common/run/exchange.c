@@ -519,13 +519,44 @@ void exchange_answer(struct exchange *x)
 }
 
 /* The answer of plan p: status, headers and body as the plan says. */
-static void answer_plan(const struct plan *p, struct answer *a)
+/* Writes "<timing>, wait;dur=<us / 1000>.<us % 1000>" into buf (len bytes), without printf: it
+ * runs on every delayed answer. Cut short, never overrun, if it does not fit. */
+_Static_assert(ROUTE_TIMING_LEN + sizeof ", wait;dur=18446744073709551.615" <= ANSWER_TIMING_LEN,
+               "an answer's Server-Timing holds the plan's and its wait");
+static void timing_with_wait(const char *timing, uint64_t us, char *buf, size_t len)
+{
+    static const char field[] = ", wait;dur=";
+    char digits[24];
+    size_t n = 0, k = sizeof digits;
+    digits[--k] = (char)('0' + us % 10);
+    digits[--k] = (char)('0' + us / 10 % 10);
+    digits[--k] = (char)('0' + us / 100 % 10);
+    digits[--k] = '.';
+    uint64_t ms = us / 1000;
+    do
+        digits[--k] = (char)('0' + ms % 10);
+    while ((ms /= 10) != 0);
+    size_t tlen = strlen(timing), dlen = sizeof digits - k;
+    if (tlen + sizeof field - 1 + dlen >= len) {
+        buf[0] = '\0';
+        return;
+    }
+    memcpy(buf, timing, tlen);
+    n = tlen;
+    memcpy(buf + n, field, sizeof field - 1);
+    n += sizeof field - 1;
+    memcpy(buf + n, digits + k, dlen);
+    buf[n + dlen] = '\0';
+}
+
+/* The plan's answer; its Server-Timing value is `timing` (NULL for none). */
+static void answer_plan(const struct plan *p, const char *timing, struct answer *a)
 {
     a->status = p->status;
     a->nheaders = 0;
     answer_add_header(a, "Content-Type", p->content_type);
-    if (p->timing)
-        answer_add_header(a, "Server-Timing", p->timing);
+    if (timing)
+        answer_add_header(a, "Server-Timing", timing);
     if (p->allow)
         answer_add_header(a, "Allow", p->allow);
     for (size_t i = 0; i < p->nheaders; i++)
@@ -569,15 +600,16 @@ void exchange_answer_of(struct exchange *x, struct answer *a)
     } else {
         if (p->action == PLAN_STATS || p->action == PLAN_METRICS)
             build_report(x);
-        answer_plan(p, a);
         /* A delayed answer says how long it waited: from the end of its head (exchange_on_head)
-         * to now, when it starts, to the microsecond; a field of its own beside the plan's. */
+         * to now, when it starts, to the microsecond, as one more metric of the plan's
+         * Server-Timing ("delay;dur=1000, wait;dur=1000.173"). One field, not two: a value
+         * unique to each answer is what HTTP/2's header compression indexes, and a second field
+         * beside it would push the fixed ones out of the table sooner. */
         if (p->timing) {
             uint64_t now = timer_now_us(), us = now > x->begun_us ? now - x->begun_us : 0;
-            snprintf(a->wait, sizeof a->wait, "wait;dur=%llu.%03llu",
-                     (unsigned long long)(us / 1000), (unsigned long long)(us % 1000));
-            answer_add_header(a, "Server-Timing", a->wait);
+            timing_with_wait(p->timing, us, a->timing, sizeof a->timing);
         }
+        answer_plan(p, p->timing ? a->timing : NULL, a);
         /* A prebuilt answer has no Server-Timing of its own request. */
         if (p->cacheable && p->route && !p->close && p->generation == 1 && !p->timing)
             a->cached = (long)p->route_id;
@@ -593,7 +625,7 @@ int exchange_cached_answer(const struct service *svc, size_t i, struct answer *a
     struct plan p;
     if (route_cached_plan(&svc->routes, i, &p) != 0 || p.timing)
         return -1;
-    answer_plan(&p, a);
+    answer_plan(&p, NULL, a);
     a->cached = (long)i;
     a->reason = answer_reason(a->status);
     a->bodiless = answer_bodiless(a->status);
@@ -724,4 +756,41 @@ void exchange_end(struct exchange *x, struct timer_heap *h)
     if (x->svc && x->table)
         service_table_release(x->svc, x->table, stats_shard_index(x->shard));
     x->table = NULL;
+}
+
+void exchange_library_answer(struct service *svc, struct stats_shard *sh,
+                             const struct route_request *rq, unsigned status)
+{
+    char path[512];
+    const char *q = memchr(rq->target, '?', rq->target_len);
+    size_t n = q ? (size_t)(q - rq->target) : rq->target_len;
+    size_t shard = stats_shard_index(sh);
+    struct route_table *t = service_table_acquire(svc, shard);
+    long i = -1;
+    if (n && n < sizeof path) {
+        memcpy(path, rq->target, n);
+        path[n] = '\0';
+        i = route_find(t, path);
+    }
+    const struct route *r = i >= 0 ? &t->routes[i] : NULL;
+    if (!r || r->counted) {
+        size_t slot = r ? r->slot : ROUTE_STATS_OTHER(t);
+        stats_request_begin(sh, slot);
+        stats_request_end(sh, slot, status);
+        if (svc->access) {
+            char client[64], target[256];
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            net_format_peer(rq->peer, client, sizeof client);
+            snprintf(target, sizeof target, "%.*s",
+                     (int)(rq->target_len < 255 ? rq->target_len : 255), rq->target);
+            struct accesslog_entry e = {.time_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+                                        .client = client,
+                                        .method = rq->method,
+                                        .target = target,
+                                        .status = status};
+            accesslog_write(svc->access, &e);
+        }
+    }
+    service_table_release(svc, t, shard);
 }

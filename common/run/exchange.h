@@ -187,6 +187,14 @@ enum exchange_body exchange_body_take(struct exchange *x, uint64_t now_us, uint6
  * (its popped timer then says SEND), or CLOSE if the heap is full. */
 enum exchange_do exchange_pace(struct exchange *x, struct timer_heap *h, uint64_t due_us);
 
+/* An answer the engine's library gave by itself, before any exchange began (libh2o's 413 for a
+ * body over --max-body, libmicrohttpd's 400 for a bad Content-Length): counted on shard sh
+ * under the route the request's path would have reached (rq->target; "other" without one) by
+ * its status, and logged (rq->method may be "-" where the library does not say it). Any thread
+ * of the loop that owns sh. */
+void exchange_library_answer(struct service *svc, struct stats_shard *sh,
+                             const struct route_request *rq, unsigned status);
+
 /* The request is over. If x still waits, its timer is removed from h; its worker passes on, or
  * it leaves the queue. A request that ends without an answer is counted as a client cancel.
  * Frees what x allocated. */

@@ -97,6 +97,12 @@ struct app_server {
 /* libh2o's handlers of the main and the control listener. */
 int h2s_on_req(h2o_handler_t *self, h2o_req_t *req);
 int h2s_on_control_req(h2o_handler_t *self, h2o_req_t *req);
+/* A logger of the fallback path: an answer libh2o gave by itself (exchange_library_answer). */
+struct h2s_logger {
+    h2o_logger_t super;
+    struct app_server *srv;
+};
+void h2s_library_answer(h2o_logger_t *self, h2o_req_t *req);
 /* The core loop's carrying out of a due or handed-back request, and what it asks of one. */
 int h2s_carry(void *ctx, struct exchange *x, enum exchange_do d);
 int h2s_peer_gone(void *ctx, struct exchange *x);

@@ -17,16 +17,26 @@ static h2o_socket_t *socket_of(h2o_req_t *req)
     return req->conn->callbacks->get_socket ? req->conn->callbacks->get_socket(req->conn) : NULL;
 }
 
+/* A request's record and its exchange are one block (begin_request): the record is found from
+ * the exchange without reading it, so that a due request's prefetch does not wait on memory. */
+#define REQUEST_SIZE                                                                               \
+    ((sizeof(struct h2s_request) + EXCHANGE_ALIGN - 1) / EXCHANGE_ALIGN * EXCHANGE_ALIGN)
+
+static struct h2s_request *request_of(struct exchange *x)
+{
+    return (struct h2s_request *)(void *)((char *)x - REQUEST_SIZE);
+}
+
 /* `name` in its canonical case ("Content-Type"): HTTP/1 sends it as given, HTTP/2 lowercased
  * (libh2o keeps header names that way). libh2o keeps the value until the answer is sent: one
- * made for this answer alone (struct answer's wait) is copied into the request's pool. */
+ * made for this answer alone (struct answer's timing) is copied into the request's pool. */
 static void add_header(h2o_req_t *req, const struct answer *a, const char *name, const char *value)
 {
     size_t n = strlen(name), vlen = strlen(value);
     char *lower = h2o_mem_alloc_pool(&req->pool, n);
     for (size_t i = 0; i < n; i++)
         lower[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] - 'A' + 'a' : name[i]);
-    if (value == a->wait)
+    if (value == a->timing)
         value = h2o_strdup(&req->pool, value, vlen).base;
     h2o_add_header_by_str(&req->pool, &req->res.headers, lower, n, 1, name, value, vlen);
 }
@@ -110,10 +120,10 @@ static void respond(struct h2s_request *r)
     req->res.reason = a.reason;
     /* SIZE_MAX: libh2o then sends no content-length (and no chunked coding for these). */
     req->res.content_length = a.bodiless ? SIZE_MAX : a.body_len;
-    /* HTTP/1 closes after the answer: libh2o writes Connection: close itself. */
-    for (size_t i = 0; i < a.nheaders; i++)
-        if (strcasecmp(a.headers[i].name, "Connection") != 0)
-            add_header(req, &a, a.headers[i].name, a.headers[i].value);
+    /* HTTP/1 closes after the answer: libh2o writes Connection: close itself, so the answer's
+     * own, its last header, is left out. */
+    for (size_t i = 0; i < a.nheaders - (a.close && a.nheaders ? 1 : 0); i++)
+        add_header(req, &a, a.headers[i].name, a.headers[i].value);
     if (a.close)
         req->http1_is_persistent = 0;
     exchange_answer(r->x);
@@ -184,7 +194,7 @@ static void act(struct h2s_request *r, enum exchange_do d)
 
 int h2s_carry(void *ctx, struct exchange *x, enum exchange_do d)
 {
-    struct h2s_request *r = exchange_owner(x);
+    struct h2s_request *r = request_of(x);
     (void)ctx;
     /* libh2o sends an HTTP/2 answer when the turn ends, an HTTP/1 answer as it is made. */
     int deferred = r->req->version >= 0x200;
@@ -196,7 +206,7 @@ int h2s_carry(void *ctx, struct exchange *x, enum exchange_do d)
  * disposes a reset or closed stream itself, so a live request there is wanted. */
 int h2s_peer_gone(void *ctx, struct exchange *x)
 {
-    h2o_req_t *req = ((struct h2s_request *)exchange_owner(x))->req;
+    h2o_req_t *req = request_of(x)->req;
     h2o_socket_t *sock = socket_of(req);
     (void)ctx;
     return sock && req->version < 0x200 && net_peer_gone(h2o_socket_get_fd(sock));
@@ -206,7 +216,7 @@ int h2s_peer_gone(void *ctx, struct exchange *x)
  * next answer's pool, the one after's libh2o request, the third's record. */
 void h2s_prefetch(void *ctx, struct exchange *x, unsigned ahead)
 {
-    struct h2s_request *r = exchange_owner(x);
+    struct h2s_request *r = request_of(x);
     (void)ctx;
     if (ahead == 1) {
         __builtin_prefetch(r->req->pool.chunks);
@@ -279,13 +289,11 @@ static int begin_request(struct h2s_loop *loop, h2o_req_t *req)
     /* The record and its exchange live in the request's pool, whose first chunk (4 KiB) every
      * request has and little of which libh2o fills; a small shared handle brings on_dispose. A
      * record of its own (malloc) cost 0.6 KiB more a waiting request. */
-    size_t rsize =
-        (sizeof(struct h2s_request) + EXCHANGE_ALIGN - 1) / EXCHANGE_ALIGN * EXCHANGE_ALIGN;
-    struct h2s_request *r = h2o_mem_alloc_pool(&req->pool, rsize + exchange_size());
+    struct h2s_request *r = h2o_mem_alloc_pool(&req->pool, REQUEST_SIZE + exchange_size());
     struct h2s_request **handle = h2o_mem_alloc_shared(&req->pool, sizeof *handle, on_dispose);
     *handle = r;
     *r = (struct h2s_request){
-        .x = (struct exchange *)(void *)((char *)r + rsize), .req = req, .loop = loop};
+        .x = (struct exchange *)(void *)((char *)r + REQUEST_SIZE), .req = req, .loop = loop};
     h2o_socket_t *sock = socket_of(req);
     struct h2s_conn *c = sock ? sock->on_close.data : NULL;
     struct sockaddr_storage peer;
@@ -331,4 +339,27 @@ int h2s_on_control_req(h2o_handler_t *self, h2o_req_t *req)
 {
     (void)self;
     return begin_request(H2O_STRUCT_FROM_MEMBER(struct h2s_loop, ctl_ctx, req->conn->ctx), req);
+}
+
+void h2s_library_answer(h2o_logger_t *self, h2o_req_t *req)
+{
+    struct app_server *srv = ((struct h2s_logger *)(void *)self)->srv;
+    struct h2s_loop *loop = NULL;
+    /* The control listener's requests are not the load's: never counted. */
+    for (size_t i = 0; !loop && i < srv->nloops; i++)
+        if (req->conn->ctx == &srv->loops[i].ctx)
+            loop = &srv->loops[i];
+    if (!loop || req->res.status <= 0)
+        return;
+    char method[32];
+    size_t mlen = req->method.len < sizeof method - 1 ? req->method.len : sizeof method - 1;
+    memcpy(method, req->method.base, mlen);
+    method[mlen] = '\0';
+    struct sockaddr_storage peer;
+    socklen_t plen = req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&peer);
+    struct route_request in = {.method = method,
+                               .target = req->path_normalized.base ? req->path_normalized.base : "",
+                               .target_len = req->path_normalized.len,
+                               .peer = plen ? (struct sockaddr *)&peer : NULL};
+    exchange_library_answer(srv->svc, loop->core.shard, &in, (unsigned)req->res.status);
 }

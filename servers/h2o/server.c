@@ -45,16 +45,20 @@ static int setup_tls(struct app_server *srv, char *err)
                  cfg->tls_key, ERR_reason_error_string(ERR_get_error()));
         return -EINVAL;
     }
-    h2o_ssl_register_alpn_protocols(srv->ssl_ctx, h2o_http2_alpn_protocols);
+    /* h2 first, and http/1.1 for a client that offers it alone (libh2o's own list is h2's). */
+    static char h2[] = "h2", h1[] = "http/1.1";
+    static const h2o_iovec_t alpn[] = {{h2, sizeof h2 - 1}, {h1, sizeof h1 - 1}, {NULL, 0}};
+    h2o_ssl_register_alpn_protocols(srv->ssl_ctx, alpn);
     return 0;
 }
 
 /* One listener's libh2o configuration: its body limit and one handler. The connections' clocks
  * are the core's (conn.h); libh2o keeps only its HTTP/2 idle timeout, which ends an idle session
  * with a GOAWAY, at the same --idle-timeout. */
-static void configure(h2o_globalconf_t *g, const struct config *cfg, uint64_t max_body,
+static void configure(h2o_globalconf_t *g, struct app_server *srv, uint64_t max_body,
                       int (*on)(h2o_handler_t *, h2o_req_t *))
 {
+    const struct config *cfg = srv->cfg;
     h2o_config_init(g);
     g->server_name = h2o_iovec_init(H2O_STRLIT(""));
     g->max_request_entity_size = max_body;
@@ -66,6 +70,12 @@ static void configure(h2o_globalconf_t *g, const struct config *cfg, uint64_t ma
     h2o_handler_t *handler =
         h2o_create_handler(h2o_config_register_path(host, "/", 0), sizeof *handler);
     handler->on_req = on;
+    /* libh2o answers some requests itself (a body over the limit: 413) on the host's fallback
+     * path: a logger there counts and logs them (h2s_library_answer). */
+    struct h2s_logger *logger =
+        (struct h2s_logger *)(void *)h2o_create_logger(&host->fallback_path, sizeof *logger);
+    logger->super.log_access = h2s_library_answer;
+    logger->srv = srv;
 }
 
 static int setup_globalconf(struct app_server *srv, char *err)
@@ -73,10 +83,10 @@ static int setup_globalconf(struct app_server *srv, char *err)
     if (!pool_fit_init())
         LOG(srv->log, LOG_LEVEL_INFO, "%s",
             "libh2o's pool layout is not 2.2.5's: waiting requests keep their 4 KiB chunk");
-    configure(&srv->globalconf, srv->cfg, srv->cfg->max_body, h2s_on_req);
+    configure(&srv->globalconf, srv, srv->cfg->max_body, h2s_on_req);
     /* The control API (--control) has a host of its own, on its own listener: a body over its
      * limit gets libh2o's 413 from the head, before any of it is read. */
-    configure(&srv->ctl_conf, srv->cfg, CONTROL_BODY_MAX, h2s_on_control_req);
+    configure(&srv->ctl_conf, srv, CONTROL_BODY_MAX, h2s_on_control_req);
     /* The spool template is a libh2o global: set it before any loop runs. */
     char *tmpl = h2o_socket_buffer_mmap_settings.fn_template;
     size_t room = sizeof h2o_socket_buffer_mmap_settings.fn_template;

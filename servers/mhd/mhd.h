@@ -61,6 +61,8 @@ struct request {
     size_t raw_len;          /* its length */
     const char *uri_at;      /* where libmicrohttpd's read buffer holds the target (mhd_on_uri) */
     int target_nul;          /* a NUL byte in the target cut libmicrohttpd's string short */
+    char path[64]; /* the target's path, when it fits: a request libmicrohttpd answers itself
+                      is counted under its route (mhd_on_completed) */
 };
 
 /* A connection: its socket context. */

@@ -349,6 +349,9 @@ void *mhd_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     if (!rq)
         return NULL;
     rq->uri_at = uri;
+    size_t plen = strcspn(uri, "?");
+    if (plen < sizeof rq->path)
+        memcpy(rq->path, uri, plen); /* the record is zeroed: it stays a string */
     /* libmicrohttpd ended the target with a NUL over the space before "HTTP/1.x"; an earlier NUL
      * is one the client sent. */
     rq->target_nul = strncmp(uri + n + 1, "HTTP/", 5) != 0;
@@ -367,10 +370,22 @@ void mhd_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 {
     struct mhd_loop *loop = loop_of(cls);
     struct request *rq = *req_cls;
-    (void)conn;
     (void)toe;
     if (!rq)
         return;
+    /* libmicrohttpd answered it before the handler ran (a bad Content-Length, say): counted and
+     * logged all the same. It does not tell the method. */
+    const union MHD_ConnectionInfo *st =
+        rq->started ? NULL : MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+    if (st && st->http_status) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        struct route_request in = {.method = "-",
+                                   .target = rq->path,
+                                   .target_len = strlen(rq->path),
+                                   .peer = ci ? ci->client_addr : NULL};
+        exchange_library_answer(loop->srv->svc, loop->core.shard, &in, st->http_status);
+    }
     if (rq->started)
         loop_end(&loop->core, rq->x);
     free(rq->raw_uri);

@@ -39,7 +39,7 @@ static long api(unsigned port, const char *method, const char *path, const char 
 static int answer_plan(const struct reply *r, double *dur_ms, unsigned long long *gen)
 {
     char v[200];
-    if (!reply_header(r, "Server-Timing", v, sizeof v))
+    if (!reply_timing(r, v, sizeof v))
         return -1;
     return sscanf(v, "delay;dur=%lf, gen;desc=%llu", dur_ms, gen) == 2 ? 0 : -1;
 }
@@ -489,7 +489,7 @@ static void seeded_run(const struct itest_env *env, const char *cfg, const char 
     for (int i = 0; i < 30; i++) {
         char v[128] = "";
         http_request(s.port, "GET", "/test", NULL, NULL, &r);
-        reply_header(&r, "Server-Timing", v, sizeof v);
+        reply_timing(&r, v, sizeof v);
         n += (size_t)snprintf(out + n, len - n, "%ld %s\n", r.status, v);
     }
     stop_expect_clean(&s);

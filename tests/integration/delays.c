@@ -117,7 +117,7 @@ static void error_rate_injects_errors(const struct itest_env *env)
     START(env, &s, "--error-rate", "1", "--delay", "50ms");
     http_request(s.port, "GET", "/test", NULL, NULL, &r);
     CHECK_INT(r.status, 503);
-    CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), "delay;dur=50");
+    CHECK_STR(reply_timing(&r, h, sizeof h), "delay;dur=50");
     if (r.seconds < 0.05 || r.seconds > 0.05 + LONE_SLACK)
         CHECK_FAIL_("an injected error after a 50 ms delay came in %.3f s", r.seconds);
     else
@@ -155,7 +155,7 @@ static void timings_of(const char *binary, const char *const *args, char out[][3
     }
     for (size_t i = 0; i < n; i++) {
         http_request(s.port, "GET", "/test", NULL, NULL, &r);
-        if (!reply_header(&r, "Server-Timing", out[i], 32))
+        if (!reply_timing(&r, out[i], 32))
             snprintf(out[i], 32, "(none)");
     }
     stop_expect_clean(&s);
@@ -214,7 +214,7 @@ static void percentile_delays_wait_their_draw(const struct itest_env *env)
         http_request(s.port, "GET", "/test", NULL, NULL, &r);
         CHECK_INT(r.status, 200);
         CHECK_STR(r.body, "ok");
-        if (!reply_header(&r, "Server-Timing", timing, sizeof timing))
+        if (!reply_timing(&r, timing, sizeof timing))
             snprintf(timing, sizeof timing, "(none)");
         CHECK_STR(timing, want[i]);
         double ms = strtod(timing + strlen("delay;dur="), NULL);
@@ -227,7 +227,7 @@ static void percentile_delays_wait_their_draw(const struct itest_env *env)
     static const char *const hdr[] = {"X-Slowsrv-Delay: min=30ms,p99=30ms", NULL};
     http_request(s.port, "GET", "/echo", NULL, hdr, &r);
     CHECK_INT(r.status, 200);
-    CHECK_STR(reply_header(&r, "Server-Timing", timing, sizeof timing), "delay;dur=30");
+    CHECK_STR(reply_timing(&r, timing, sizeof timing), "delay;dur=30");
     http_request(s.port, "GET", "/echo?delay=p90=1s,p50=2s", NULL, NULL, &r);
     CHECK_INT(r.status, 400);
     CHECK(strstr(r.body, "percentiles must increase: p50 after p90") != NULL);

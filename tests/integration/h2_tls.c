@@ -96,7 +96,7 @@ static void h2c_prior_knowledge_and_upgrade(const struct itest_env *env)
         CHECK_INT(version, CURL_HTTP_VERSION_2_0);
         CHECK_INT(r.status, 200);
         CHECK_STR(r.body, "ok");
-        CHECK_STR(reply_header(&r, "server-timing", h, sizeof h), "delay;dur=50");
+        CHECK_STR(reply_timing(&r, h, sizeof h), "delay;dur=50");
         CHECK_STR(reply_header(&r, "content-length", h, sizeof h), "2");
         http_request_to(&t, "GET", "/nope", NULL, NULL, &r, &version);
         CHECK_INT(r.status, 404);
@@ -124,6 +124,22 @@ static void h2_over_tls_by_alpn(const struct itest_env *env)
     http_request_to(&t, "GET", "/test", NULL, NULL, &r, &version);
     CHECK_INT(version, CURL_HTTP_VERSION_2_0);
     CHECK_STR(r.body, "ok");
+    /* ALPN offers both: a client that asks for http/1.1 alone gets it named, one that asks for
+     * both gets h2. */
+    static const char *const offers[][2] = {{"http/1.1", "ALPN protocol: http/1.1"},
+                                            {"h2,http/1.1", "ALPN protocol: h2"}};
+    for (size_t i = 0; i < 2; i++) {
+        char cmd[400];
+        snprintf(
+            cmd, sizeof cmd,
+            "openssl s_client -connect 127.0.0.1:%u -alpn %s </dev/null 2>/dev/null | grep -qx "
+            "'%s'",
+            s.port, offers[i][0], offers[i][1]);
+        if (system(cmd) != 0)
+            CHECK_FAIL_("a client offering %s did not read '%s'", offers[i][0], offers[i][1]);
+        else
+            check_passed++;
+    }
     stop_expect_clean(&s);
 }
 

@@ -381,6 +381,26 @@ const char *reply_header(const struct reply *r, const char *name, char *buf, siz
     return NULL;
 }
 
+const char *reply_timing(const struct reply *r, char *buf, size_t len)
+{
+    if (!reply_header(r, "Server-Timing", buf, len))
+        return NULL;
+    char *w = strstr(buf, "wait;dur=");
+    if (w) {
+        while (w > buf && (w[-1] == ' ' || w[-1] == ','))
+            w--;
+        *w = '\0';
+    }
+    return buf;
+}
+
+double reply_wait_ms(const struct reply *r)
+{
+    char v[256];
+    const char *w = reply_header(r, "Server-Timing", v, sizeof v) ? strstr(v, "wait;dur=") : NULL;
+    return w ? strtod(w + strlen("wait;dur="), NULL) : -1;
+}
+
 double http_concurrent(unsigned port, const char *path, size_t n, long *status, double *seconds,
                        int *body_ok, const char *want_body)
 {

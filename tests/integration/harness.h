@@ -102,6 +102,13 @@ int http_upload(const struct target *t, const char *path, const struct part *par
 /* Returns the value of response header `name` in r (case-insensitive) copied into buf, or NULL. */
 const char *reply_header(const struct reply *r, const char *name, char *buf, size_t len);
 
+/* The plan's part of r's Server-Timing ("delay;dur=50, gen;desc=2"): its value without the
+ * wait;dur metric every delayed answer ends with, copied into buf; NULL without the header. */
+const char *reply_timing(const struct reply *r, char *buf, size_t len);
+
+/* The wait;dur of r's Server-Timing in ms, or -1 without one. */
+double reply_wait_ms(const struct reply *r);
+
 /* n concurrent GETs of path on n connections (curl multi). Fills status[i], seconds[i] and
  * body_ok[i] (1 if the body equals `want_body`). Returns the wall time in seconds. */
 double http_concurrent(unsigned port, const char *path, size_t n, long *status, double *seconds,
