@@ -498,7 +498,9 @@ static void free_worker(struct exchange *x)
 
 void exchange_answer(struct exchange *x)
 {
-    uint64_t now = timer_now_us();
+    /* exchange_answer_of has read the clock for this answer's wait;dur just before: the same
+     * instant serves here. */
+    uint64_t now = x->sent_us ? x->sent_us : timer_now_us();
     /* A worker is free once it has handed over a whole answer, as a servlet thread is once it
      * has written the response: a client that sends its next request as soon as it reads this
      * answer must find the worker free, not race the engine's end of the request. A paced body
@@ -608,6 +610,7 @@ void exchange_answer_of(struct exchange *x, struct answer *a)
         if (p->timing) {
             uint64_t now = timer_now_us(), us = now > x->begun_us ? now - x->begun_us : 0;
             timing_with_wait(p->timing, us, a->timing, sizeof a->timing);
+            x->sent_us = now;
         }
         answer_plan(p, p->timing ? a->timing : NULL, a);
         /* A prebuilt answer has no Server-Timing of its own request. */

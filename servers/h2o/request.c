@@ -224,8 +224,7 @@ void h2s_prefetch(void *ctx, struct exchange *x, unsigned ahead)
         for (size_t off = 0; off < sizeof *r->req; off += 64)
             __builtin_prefetch((const char *)r->req + off);
     } else {
-        __builtin_prefetch(&r->req);
-        __builtin_prefetch(r->x);
+        __builtin_prefetch(&r->req); /* its exchange is the core's to prefetch */
     }
 }
 
