@@ -11,13 +11,57 @@
 
 #define NSTATUS (STATS_STATUS_MAX - STATS_STATUS_MIN + 2) /* slot 0 is "no answer" */
 
-const uint64_t stats_bucket_us[STATS_BUCKETS] = {
+/* The delays and service times, 100 µs to 60 s at 1-2.5-5 a decade; the overshoot, in 10 µs
+ * steps up to 100 µs and then 1-2.5-5 a decade up to 1 s, so that a 1 ms overshoot reads. */
+static const uint64_t span_bounds[] = {
     100,    250,    500,    1000,    2500,    5000,    10000,    25000,    50000,
     100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000, 30000000, 60000000,
 };
+static const uint64_t overshoot_bounds[] = {
+    10,  20,   30,   40,   50,    60,    70,    80,     90,     100,    250,
+    500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000,
+};
+_Static_assert(sizeof overshoot_bounds / sizeof overshoot_bounds[0] <= STATS_METRIC_BOUNDS_MAX &&
+                   sizeof span_bounds / sizeof span_bounds[0] <= STATS_METRIC_BOUNDS_MAX,
+               "STATS_METRIC_BOUNDS_MAX holds every histogram's bounds");
+
+size_t stats_metric_bounds(enum stats_hist which, const uint64_t **bound_us)
+{
+    if (which == STATS_HIST_OVERSHOOT) {
+        *bound_us = overshoot_bounds;
+        return sizeof overshoot_bounds / sizeof overshoot_bounds[0];
+    }
+    *bound_us = span_bounds;
+    return sizeof span_bounds / sizeof span_bounds[0];
+}
+
+size_t stats_bucket_of(uint64_t us)
+{
+    if (us < 2 * STATS_SUB_BUCKETS)
+        return (size_t)us;
+    unsigned msb = 63u - (unsigned)__builtin_clzll(us), e = msb - 6; /* us >> e is 64..127 */
+    size_t b = 2 * STATS_SUB_BUCKETS + (size_t)(e - 1) * STATS_SUB_BUCKETS +
+               (size_t)((us >> e) - STATS_SUB_BUCKETS);
+    return b < STATS_BUCKETS ? b : STATS_BUCKETS - 1;
+}
+
+uint64_t stats_bucket_low(size_t b)
+{
+    if (b < 2 * STATS_SUB_BUCKETS)
+        return b;
+    size_t k = b - 2 * STATS_SUB_BUCKETS;
+    return (uint64_t)(k % STATS_SUB_BUCKETS + STATS_SUB_BUCKETS) << (k / STATS_SUB_BUCKETS + 1);
+}
+
+uint64_t stats_bucket_width(size_t b)
+{
+    return b < 2 * STATS_SUB_BUCKETS
+               ? 1
+               : 1ULL << ((b - 2 * STATS_SUB_BUCKETS) / STATS_SUB_BUCKETS + 1);
+}
 
 struct histogram {
-    _Atomic uint64_t bucket[STATS_BUCKETS + 1];
+    _Atomic uint64_t bucket[STATS_BUCKETS];
     _Atomic uint64_t sum_us;
 };
 
@@ -29,7 +73,15 @@ struct route_counters {
     _Atomic uint64_t queue_begun, queue_ended; /* ... and queued for a worker */
     _Atomic uint64_t status[NSTATUS];
     struct histogram hist[STATS_HIST_COUNT];
+    /* /metrics' classic buckets, counted as they come: exact at their bounds (the last one
+     * past the last bound). */
+    _Atomic uint64_t metric[STATS_HIST_COUNT][STATS_METRIC_BOUNDS_MAX + 1];
+    /* Not a sum: what a reset or a base leaves out (ADDITIVE_WORDS). */
+    _Atomic uint64_t max_us[STATS_HIST_COUNT];
 };
+
+/* The words of struct route_counters that add up over shards and subtract at a reset. */
+#define ADDITIVE_WORDS (offsetof(struct route_counters, max_us) / sizeof(uint64_t))
 
 /* Aligned to a cache line so that two loops never write the same line. */
 struct stats_shard {
@@ -82,12 +134,10 @@ struct stats *stats_new(size_t nshards, size_t nroutes)
     for (size_t i = 0; i < st->nshards; i++) {
         st->shards[i].nroutes = st->nroutes;
         st->shards[i].index = i;
-        /* Each loop's counters start and end on cache lines of their own: no line is written
-         * by two loops. */
-        size_t bytes = (st->nroutes * sizeof(struct route_counters) + 63) / 64 * 64;
-        st->shards[i].routes = aligned_alloc(64, bytes);
-        if (st->shards[i].routes)
-            memset(st->shards[i].routes, 0, bytes);
+        /* Each loop's counters are a block of their own (mapped afresh: their size is far over
+         * the allocator's threshold), so no cache line is written by two loops, and a page
+         * costs memory only once a request has touched it. */
+        st->shards[i].routes = calloc(st->nroutes, sizeof(struct route_counters));
         if (!st->shards[i].routes) {
             stats_free(st);
             return NULL;
@@ -234,12 +284,26 @@ void stats_observe(struct stats_shard *sh, size_t route, enum stats_hist which, 
 {
     if (route >= sh->nroutes || which >= STATS_HIST_COUNT)
         return;
-    size_t b = 0;
-    while (b < STATS_BUCKETS && us > stats_bucket_us[b])
-        b++;
     struct histogram *h = &sh->routes[route].hist[which];
-    add(&h->bucket[b], 1);
+    add(&h->bucket[stats_bucket_of(us)], 1);
     add(&h->sum_us, us);
+    const uint64_t *bound;
+    size_t lo = 0, hi = stats_metric_bounds(which, &bound); /* the first bound not below us */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (bound[mid] < us)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    add(&sh->routes[route].metric[which][lo], 1);
+    /* A shard may be shared (thread-per-connection), so the largest is raised by a swap that
+     * fails when another thread raised it first; most records raise nothing. */
+    _Atomic uint64_t *max = &sh->routes[route].max_us[which];
+    uint64_t m = get(max);
+    while (us > m && !atomic_compare_exchange_weak_explicit(max, &m, us, memory_order_relaxed,
+                                                            memory_order_relaxed))
+        ;
 }
 
 void stats_bytes_in(struct stats_shard *sh, uint64_t n)
@@ -300,7 +364,7 @@ static void sum_into_base(struct stats *st)
         for (size_t r = 0; r < st->nroutes; r++) {
             _Atomic uint64_t *dst = (_Atomic uint64_t *)(void *)&b->routes[r];
             const _Atomic uint64_t *src = (const _Atomic uint64_t *)(const void *)&sh->routes[r];
-            for (size_t w = 0; w < sizeof(struct route_counters) / sizeof(uint64_t); w++)
+            for (size_t w = 0; w < ADDITIVE_WORDS; w++)
                 atomic_store(&dst[w], get(&dst[w]) + get(&src[w]));
         }
     }
@@ -316,6 +380,12 @@ void stats_reset(struct stats *st, double now_unix)
     atomic_store(&st->base.bytes_in, 0);
     memset(st->base.routes, 0, st->nroutes * sizeof *st->base.routes);
     sum_into_base(st);
+    /* The largest since the reset: each shard's starts again (a value being recorded in the
+     * same instant may be lost to it; never one from before the reset kept). */
+    for (size_t i = 0; i < st->nshards; i++)
+        for (size_t r = 0; r < st->nroutes; r++)
+            for (int w = 0; w < STATS_HIST_COUNT; w++)
+                atomic_store_explicit(&st->shards[i].routes[r].max_us[w], 0, memory_order_relaxed);
     st->resets++;
     st->reset_at = now_unix;
     pthread_mutex_unlock(&st->base_lock);
@@ -395,9 +465,6 @@ char *stats_to_json_with(const struct stats *st, const char *const *names, size_
     totals_since(st, &t);
     cJSON_AddNumberToObject(root, "uptime_s", uptime_s);
     cJSON_AddNumberToObject(root, "resets", (double)st->resets);
-    cJSON *le = cJSON_AddArrayToObject(root, "bucket_le_ms");
-    for (size_t k = 0; le && k < STATS_BUCKETS; k++)
-        cJSON_AddItemToArray(le, cJSON_CreateNumber((double)stats_bucket_us[k] / 1000.0));
     if (st->resets)
         cJSON_AddNumberToObject(root, "reset_at", st->reset_at);
     cJSON_AddNumberToObject(root, "requests", (double)t.requests);
@@ -479,75 +546,86 @@ done:
     return out;
 }
 
-/* Sums histogram `which` of `route` over the shards into bucket[] (STATS_BUCKETS + 1 entries);
- * returns the observation count and sets *sum_us. */
+/* Sums histogram `which` of `route` over the shards into bucket[] (STATS_BUCKETS entries),
+ * since the last reset when `since`; returns the observation count and sets *sum_us and *max_us
+ * (the largest since the reset). */
 static uint64_t hist_sum_since(const struct stats *st, size_t route, enum stats_hist which,
-                               uint64_t *bucket, uint64_t *sum_us, int since);
-
-static uint64_t hist_sum(const struct stats *st, size_t route, enum stats_hist which,
-                         uint64_t *bucket, uint64_t *sum_us)
-{
-    return hist_sum_since(st, route, which, bucket, sum_us, 0);
-}
-
-static uint64_t hist_sum_since(const struct stats *st, size_t route, enum stats_hist which,
-                               uint64_t *bucket, uint64_t *sum_us, int since)
+                               uint64_t *bucket, uint64_t *sum_us, uint64_t *max_us, int since)
 {
     uint64_t count = 0;
-    *sum_us = 0;
-    for (size_t b = 0; b <= STATS_BUCKETS; b++)
-        bucket[b] = 0;
+    *sum_us = *max_us = 0;
+    memset(bucket, 0, STATS_BUCKETS * sizeof *bucket);
     for (size_t i = 0; i < st->nshards; i++) {
-        const struct histogram *h = &st->shards[i].routes[route].hist[which];
-        for (size_t b = 0; b <= STATS_BUCKETS; b++)
-            bucket[b] += get(&h->bucket[b]);
-        *sum_us += get(&h->sum_us);
+        const struct route_counters *rc = &st->shards[i].routes[route];
+        for (size_t b = 0; b < STATS_BUCKETS; b++)
+            bucket[b] += get(&rc->hist[which].bucket[b]);
+        *sum_us += get(&rc->hist[which].sum_us);
+        uint64_t m = get(&rc->max_us[which]);
+        *max_us = m > *max_us ? m : *max_us;
     }
     if (since) {
         const struct histogram *h = &st->base.routes[route].hist[which];
-        for (size_t b = 0; b <= STATS_BUCKETS; b++)
+        for (size_t b = 0; b < STATS_BUCKETS; b++)
             bucket[b] = bucket[b] > get(&h->bucket[b]) ? bucket[b] - get(&h->bucket[b]) : 0;
         *sum_us = *sum_us > get(&h->sum_us) ? *sum_us - get(&h->sum_us) : 0;
     }
-    for (size_t b = 0; b <= STATS_BUCKETS; b++)
+    for (size_t b = 0; b < STATS_BUCKETS; b++)
         count += bucket[b];
     return count;
 }
 
-/* Upper bound (ms) of the bucket holding quantile q, or -1 past the last bound. */
-static double quantile_ms(const uint64_t *bucket, uint64_t count, double q)
+/* Quantile q (ms) of a histogram of count observations: the middle of the bucket that holds its
+ * rank, never above the largest value seen. */
+static double quantile_ms(const uint64_t *bucket, uint64_t count, double q, uint64_t max_us)
 {
-    uint64_t need = (uint64_t)((double)count * q + 0.999999), acc = 0;
+    uint64_t need = (uint64_t)((double)count * q), acc = 0;
+    if (need < 1 || (double)need < (double)count * q)
+        need++;
     for (size_t b = 0; b < STATS_BUCKETS; b++) {
         acc += bucket[b];
-        if (acc >= need)
-            return (double)stats_bucket_us[b] / 1000.0;
+        if (acc >= need) {
+            uint64_t w = stats_bucket_width(b), mid = stats_bucket_low(b) + (w - 1) / 2;
+            return (double)(max_us && mid > max_us ? max_us : mid) / 1000.0;
+        }
     }
-    return -1;
+    return (double)max_us / 1000.0;
 }
 
 static void json_latency(const struct stats *st, size_t route, cJSON *obj)
 {
     static const char *const names[STATS_HIST_COUNT] = {"delay_intended_ms", "delay_overshoot_ms",
                                                         "service_ms"};
-    for (int w = 0; w < STATS_HIST_COUNT; w++) {
-        uint64_t bucket[STATS_BUCKETS + 1], sum;
-        uint64_t n = hist_sum_since(st, route, (enum stats_hist)w, bucket, &sum, 1);
+    static const struct {
+        const char *name;
+        double q;
+    } qs[] = {{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p99_9", 0.999}, {"p99_99", 0.9999}};
+    uint64_t *bucket = malloc(STATS_BUCKETS * sizeof *bucket);
+    for (int w = 0; bucket && w < STATS_HIST_COUNT; w++) {
+        uint64_t sum, max;
+        uint64_t n = hist_sum_since(st, route, (enum stats_hist)w, bucket, &sum, &max, 1);
         cJSON *h = cJSON_AddObjectToObject(obj, names[w]);
         if (!h)
-            return;
+            break;
         cJSON_AddNumberToObject(h, "count", (double)n);
-        /* The buckets themselves (bounds in "bucket_le_ms"), for a histogram or a CDF. */
-        cJSON *b = cJSON_AddArrayToObject(h, "buckets");
-        for (size_t k = 0; b && k <= STATS_BUCKETS; k++)
-            cJSON_AddItemToArray(b, cJSON_CreateNumber((double)bucket[k]));
         if (!n)
             continue;
         cJSON_AddNumberToObject(h, "mean", (double)sum / (double)n / 1000.0);
-        cJSON_AddNumberToObject(h, "p50_le", quantile_ms(bucket, n, 0.5));
-        cJSON_AddNumberToObject(h, "p90_le", quantile_ms(bucket, n, 0.9));
-        cJSON_AddNumberToObject(h, "p99_le", quantile_ms(bucket, n, 0.99));
+        for (size_t k = 0; k < sizeof qs / sizeof qs[0]; k++)
+            cJSON_AddNumberToObject(h, qs[k].name, quantile_ms(bucket, n, qs[k].q, max));
+        cJSON_AddNumberToObject(h, "max", (double)max / 1000.0);
+        cJSON_AddNumberToObject(h, "precision", STATS_PRECISION);
+        /* The non-empty buckets, [lowest ms, count], for a histogram or a CDF. */
+        cJSON *d = cJSON_AddArrayToObject(h, "dist");
+        for (size_t b = 0; d && b < STATS_BUCKETS; b++) {
+            if (!bucket[b])
+                continue;
+            cJSON *pair = cJSON_CreateArray();
+            cJSON_AddItemToArray(pair, cJSON_CreateNumber((double)stats_bucket_low(b) / 1000.0));
+            cJSON_AddItemToArray(pair, cJSON_CreateNumber((double)bucket[b]));
+            cJSON_AddItemToArray(d, pair);
+        }
     }
+    free(bucket);
 }
 
 /* A text buffer with a ceiling: appends fail once it would pass max. */
@@ -712,19 +790,25 @@ char *stats_to_prometheus(const struct stats *st, const char *const *names, size
     put_route_counter(&t, st, names, nroutes, "slowsrv_faults_total",
                       "Requests answered with an injected fault (?fault=).",
                       offsetof(struct route_counters, faults));
-    for (int w = 0; w < STATS_HIST_COUNT; w++) {
+    uint64_t *bucket = malloc(STATS_BUCKETS * sizeof *bucket);
+    for (int w = 0; bucket && w < STATS_HIST_COUNT; w++) {
         put(&t, "# HELP %s %s\n# TYPE %s histogram\n", hist_names[w], hist_help[w], hist_names[w]);
         for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
-            uint64_t bucket[STATS_BUCKETS + 1], sum, acc = 0;
+            uint64_t sum, max, acc = 0;
             char l[256];
             if (!names[r])
                 continue;
-            uint64_t n = hist_sum(st, r, (enum stats_hist)w, bucket, &sum);
+            uint64_t n = hist_sum_since(st, r, (enum stats_hist)w, bucket, &sum, &max, 0);
             label(l, sizeof l, names[r]);
-            for (size_t b = 0; b < STATS_BUCKETS; b++) {
-                acc += bucket[b];
+            const uint64_t *bound;
+            size_t nbounds = stats_metric_bounds((enum stats_hist)w, &bound);
+            for (size_t k = 0; k < nbounds; k++) {
+                acc += route_sum(st, r,
+                                 offsetof(struct route_counters, metric) +
+                                     ((size_t)w * (STATS_METRIC_BOUNDS_MAX + 1) + k) *
+                                         sizeof(uint64_t));
                 put(&t, "%s_bucket{route=\"%s\",le=\"%g\"} %llu\n", hist_names[w], l,
-                    (double)stats_bucket_us[b] / 1e6, (unsigned long long)acc);
+                    (double)bound[k] / 1e6, (unsigned long long)acc);
             }
             put(&t, "%s_bucket{route=\"%s\",le=\"+Inf\"} %llu\n", hist_names[w], l,
                 (unsigned long long)n);
@@ -732,6 +816,9 @@ char *stats_to_prometheus(const struct stats *st, const char *const *names, size
             put(&t, "%s_count{route=\"%s\"} %llu\n", hist_names[w], l, (unsigned long long)n);
         }
     }
+    if (!bucket)
+        t.failed = 1;
+    free(bucket);
     if (t.failed) {
         free(t.buf);
         return NULL;

@@ -22,7 +22,10 @@
  * route ignores it. */
 #define STATS_UNCOUNTED ((size_t)-1)
 
-/* Latency histograms kept per route, each over the same bucket bounds (STATS_BUCKETS). */
+/* Latency histograms kept per route, log-linear in the manner of HdrHistogram: every
+ * microsecond up to 128 µs, then 64 buckets per power of two, up to 2^38 µs (about 76 h). A value
+ * is reported as the middle of its bucket, so it is off by at most half a bucket: 1/128 of it,
+ * under 1 % (STATS_PRECISION). Memory and the cost of a record are fixed. */
 enum stats_hist {
     STATS_HIST_INTENDED = 0, /* the delay the request was meant to wait */
     STATS_HIST_OVERSHOOT,    /* how late its answer started after the delay was due */
@@ -30,9 +33,21 @@ enum stats_hist {
     STATS_HIST_COUNT,
 };
 
-/* Upper bounds of the histogram buckets in microseconds; a last bucket takes the rest. */
-#define STATS_BUCKETS 18
-extern const uint64_t stats_bucket_us[STATS_BUCKETS];
+#define STATS_SUB_BUCKETS 64 /* per power of two, above 2 * STATS_SUB_BUCKETS µs */
+#define STATS_BUCKETS (2 * STATS_SUB_BUCKETS + 31 * STATS_SUB_BUCKETS)
+#define STATS_PRECISION (1.0 / (2 * STATS_SUB_BUCKETS)) /* the largest relative error */
+
+/* The bucket of a value of us microseconds (values past the last bucket go in it), and the
+ * lowest value of bucket b and its width. */
+size_t stats_bucket_of(uint64_t us);
+uint64_t stats_bucket_low(size_t b);
+uint64_t stats_bucket_width(size_t b);
+
+/* Upper bounds (µs) of the buckets of /metrics' classic histogram `which` (the last one,
+ * le="+Inf", takes the rest): sets *bound_us, returns their number. The delays and service
+ * times have 18 (100 µs to 60 s), the overshoot 22 (10 µs steps up to 100 µs, then up to 1 s). */
+#define STATS_METRIC_BOUNDS_MAX 22
+size_t stats_metric_bounds(enum stats_hist which, const uint64_t **bound_us);
 
 struct stats;
 struct stats_shard;
@@ -87,7 +102,8 @@ void stats_cancel(struct stats_shard *sh, size_t route);
 /* A request on `route` got an injected fault (?fault=) instead of its answer. */
 void stats_fault(struct stats_shard *sh, size_t route);
 
-/* Adds an observation of `us` microseconds to histogram `which` of `route`. */
+/* Adds an observation of `us` microseconds to histogram `which` of `route`: a bucket, the sum,
+ * and the largest seen. */
 void stats_observe(struct stats_shard *sh, size_t route, enum stats_hist which, uint64_t us);
 
 /* `n` request body bytes were received. */
@@ -104,7 +120,9 @@ uint64_t stats_route_status(const struct stats *st, size_t route, unsigned statu
 
 /* Renders every counter as a JSON object (cJSON, unformatted): uptime, totals and, per route
  * (named by names[0..nroutes); a NULL name is left out), requests, cancels and answers by
- * status, counted since the last stats_reset; with `workers` (may be
+ * status, and each latency histogram's count, mean, p50, p90, p99, p99.9, p99.99 and max (ms,
+ * each within STATS_PRECISION, "precision" beside them) and its non-empty buckets as
+ * [lowest ms, count] pairs ("dist"), counted since the last stats_reset; with `workers` (may be
  * NULL) the worker pool's size, active, queued and rejected counts; with `conns` (may be NULL)
  * the open, maximum and refused connections. Returns a malloc'd
  * NUL-terminated string the caller frees with free(), or NULL if out of memory. */

@@ -24,22 +24,25 @@ function fmt(n, digits) {
   return n.toFixed(digits === undefined ? 1 : digits);
 }
 
+// A duration to the server's precision (1 %): three or four significant digits.
 function fmtMs(ms) {
   if (ms === null || ms < 0) return "–";
-  return ms >= 1000 ? fmt(ms / 1000, 2) + " s" : fmt(ms, ms < 10 ? 2 : 0) + " ms";
+  if (ms >= 1000) return fmt(ms / 1000, 3) + " s";
+  return fmt(ms, ms < 1 ? 3 : ms < 10 ? 2 : 1) + " ms";
 }
 
 // The bucket bound (ms) under which a share q of the observations fall; -1 past the last.
-function quantile(buckets, le, q) {
-  const total = buckets.reduce((a, b) => a + b, 0);
+// Quantile q (ms) of a distribution given as [lowest ms, count] pairs in order, or null if empty.
+function quantile(dist, q) {
+  const total = dist.reduce((a, [, n]) => a + n, 0);
   if (!total) return null;
-  const need = Math.ceil(total * q);
+  const need = Math.max(1, Math.ceil(total * q));
   let acc = 0;
-  for (let i = 0; i < le.length; i++) {
-    acc += buckets[i];
-    if (acc >= need) return le[i];
+  for (const [ms, n] of dist) {
+    acc += n;
+    if (acc >= need) return ms;
   }
-  return -1;
+  return dist[dist.length - 1][0];
 }
 
 function card(parent, name, value) {
@@ -85,7 +88,7 @@ function routes(s, dt) {
     tr.append(el("td", path, "path"), el("td", rate === null ? "–" : fmt(rate), "rate"),
       el("td", statuses || "–"), el("td", r.in_flight), el("td", r.waiting), el("td", r.queued),
       el("td", r.cancels), el("td", r.faults),
-      el("td", svc.count ? fmtMs(svc.p50_le) + " / " + fmtMs(svc.p99_le) : "–"));
+      el("td", svc.count ? fmtMs(svc.p50) + " / " + fmtMs(svc.p99) : "–"));
     body.append(tr);
   }
 }
@@ -125,18 +128,25 @@ function cdf(s) {
     if (names.includes(keep)) sel.value = keep;
   }
   const r = s.routes && s.routes[sel.value];
-  const le = s.bucket_le_ms || [];
-  if (!r || !le.length) { plot($("cdf"), [], [], []); return; }
-  const lo = Math.log10(le[0] / 2), hi = Math.log10(le[le.length - 1]);
-  const x = (ms) => (Math.log10(Math.max(ms, le[0] / 2)) - lo) / (hi - lo);
+  const hists = r ? [r.delay_intended_ms, r.service_ms].filter((h) => h && h.count && h.dist) : [];
+  if (!hists.length) { plot($("cdf"), [], [], []); return; }
+  // The server's buckets are 1 % wide: the curve is drawn at that resolution, on a log axis.
+  const all = hists.flatMap((h) => h.dist.map(([ms]) => ms)).filter((ms) => ms > 0);
+  const least = Math.max(Math.min(...all, 1) / 2, 0.001), most = Math.max(...all, least * 10) * 1.05;
+  const lo = Math.log10(least), hi = Math.log10(most);
+  const x = (ms) => (Math.log10(Math.max(ms, least)) - lo) / (hi - lo);
   const curve = (h) => {
-    const total = h.buckets.reduce((a, b) => a + b, 0);
     const pts = [[0, 0]];
     let acc = 0;
-    le.forEach((bound, i) => { acc += h.buckets[i]; pts.push([x(bound), total ? acc / total : 0]); });
+    for (const [ms, n] of h.dist) {
+      pts.push([x(ms), acc / h.count]);
+      acc += n;
+      pts.push([x(ms), acc / h.count]);
+    }
+    pts.push([1, 1]);
     return pts;
   };
-  const xl = [0.1, 1, 10, 100, 1000, 10000, 60000].filter((v) => v >= le[0] / 2 && v <= le[le.length - 1])
+  const xl = [0.01, 0.1, 1, 10, 100, 1000, 10000, 60000].filter((v) => v >= least && v <= most)
     .map((v) => [x(v), fmtMs(v)]);
   plot($("cdf"), [{ cls: "intended", points: r.delay_intended_ms.count ? curve(r.delay_intended_ms) : [] },
     { cls: "service", points: curve(r.service_ms) }], xl, [[0, "0"], [0.5, "50%"], [1, "100%"]]);
@@ -145,20 +155,19 @@ function cdf(s) {
 // Overshoot p50 and p99 of the last second, from the bucket deltas of every route.
 function trackOvershoot(s, t) {
   if (!prev) return;
-  const le = s.bucket_le_ms || [];
-  const delta = new Array(le.length + 1).fill(0);
+  const delta = new Map();
   for (const [path, r] of Object.entries(s.routes || {})) {
     const was = prev.s.routes && prev.s.routes[path];
-    const now = r.delay_overshoot_ms && r.delay_overshoot_ms.buckets;
-    const before = was && was.delay_overshoot_ms && was.delay_overshoot_ms.buckets;
-    if (!now) continue;
-    now.forEach((n, i) => { delta[i] += Math.max(n - (before ? before[i] : 0), 0); });
+    const before = new Map(((was && was.delay_overshoot_ms && was.delay_overshoot_ms.dist) || []));
+    for (const [ms, n] of (r.delay_overshoot_ms && r.delay_overshoot_ms.dist) || [])
+      delta.set(ms, (delta.get(ms) || 0) + Math.max(n - (before.get(ms) || 0), 0));
   }
-  overshoot.push({ t, p50: quantile(delta, le, 0.5), p99: quantile(delta, le, 0.99) });
+  const dist = [...delta.entries()].filter(([, n]) => n > 0).sort((a, b) => a[0] - b[0]);
+  overshoot.push({ t, p50: quantile(dist, 0.5), p99: quantile(dist, 0.99) });
   while (overshoot.length && t - overshoot[0].t > HISTORY) overshoot.shift();
   const seen = overshoot.filter((o) => o.p99 !== null);
-  const top = Math.max(1, ...seen.map((o) => (o.p99 < 0 ? le[le.length - 1] : o.p99)));
-  const pts = (k) => seen.map((o) => [1 - (t - o.t) / HISTORY, (o[k] < 0 ? top : o[k]) / top]);
+  const top = Math.max(1, ...seen.map((o) => o.p99));
+  const pts = (k) => seen.map((o) => [1 - (t - o.t) / HISTORY, o[k] / top]);
   plot($("overshoot"), [{ cls: "p50", points: pts("p50") }, { cls: "p99", points: pts("p99") }],
     [[0, "-5 min"], [0.5, "-2.5 min"], [1, "now"]], [[0, "0"], [1, fmtMs(top)]]);
 }
@@ -236,10 +245,11 @@ async function apply() {
 }
 
 async function poll() {
-  const t = performance.now() / 1000;
   try {
     const res = await fetch("/stats", { cache: "no-store" });
     const s = await res.json();
+    // The server's own clock: rates hold in a browser whose clock runs otherwise (headless).
+    const t = s.uptime_s;
     const dt = prev ? t - prev.t : 0;
     if (prev && s.resets !== prev.s.resets) prev = null; // a new run: no rates across it
     summary(s, dt);

@@ -149,6 +149,80 @@ static void stats_histograms_place_observations_by_bound(void)
     stats_free(st);
 }
 
+/* The buckets follow each other without a gap, and every value from 0 to 2^38 µs falls in one
+ * whose middle is within STATS_PRECISION (under 1 %) of it. */
+static void stats_buckets_hold_every_value_to_one_percent(void)
+{
+    for (size_t b = 0; b + 1 < STATS_BUCKETS; b++)
+        if (stats_bucket_low(b) + stats_bucket_width(b) != stats_bucket_low(b + 1))
+            CHECK_FAIL_("bucket %zu ends at %llu, bucket %zu starts at %llu", b,
+                        (unsigned long long)(stats_bucket_low(b) + stats_bucket_width(b)), b + 1,
+                        (unsigned long long)stats_bucket_low(b + 1));
+    CHECK(STATS_PRECISION < 0.01);
+    double worst = 0;
+    uint64_t v = 0;
+    for (; v < (1ULL << 38); v = v < 200000 ? v + 1 : v + v / 997 + 1) {
+        size_t b = stats_bucket_of(v);
+        uint64_t lo = stats_bucket_low(b), w = stats_bucket_width(b), mid = lo + (w - 1) / 2;
+        if (v < lo || v >= lo + w) {
+            CHECK_FAIL_("%llu µs in bucket %zu [%llu, %llu)", (unsigned long long)v, b,
+                        (unsigned long long)lo, (unsigned long long)(lo + w));
+            break;
+        }
+        double err = v ? (mid > v ? (double)(mid - v) : (double)(v - mid)) / (double)v : 0;
+        worst = err > worst ? err : worst;
+    }
+    CHECK(worst <= STATS_PRECISION);
+    CHECK_INT(stats_bucket_of(UINT64_MAX), STATS_BUCKETS - 1);
+    CHECK_INT(stats_bucket_of(127), 127);
+    CHECK_INT(stats_bucket_low(stats_bucket_of(128)), 128);
+}
+
+/* /stats reads percentiles to 1 % and the largest value exactly: 1..1000 ms, one each. */
+static void stats_json_reads_percentiles_to_one_percent(void)
+{
+    struct stats *st = stats_new(2, 1);
+    const char *names[] = {"/test"};
+    for (uint64_t ms = 1; ms <= 1000; ms++)
+        stats_observe(stats_shard(st, ms % 2), 0, STATS_HIST_SERVICE, ms * 1000);
+    char *json = stats_to_json(st, names, 1, 1.0, NULL, NULL);
+    cJSON *j = cJSON_Parse(json);
+    const cJSON *h = cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(j, "routes"), "/test"), "service_ms");
+    static const struct {
+        const char *name;
+        double want;
+    } qs[] = {{"p50", 500}, {"p90", 900}, {"p99", 990}, {"p99_9", 999}, {"p99_99", 1000}};
+    for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
+        double got = cJSON_GetNumberValue(cJSON_GetObjectItem(h, qs[i].name));
+        if (got < qs[i].want * 0.99 || got > qs[i].want * 1.01)
+            CHECK_FAIL_("%s: %.3f ms, want %.0f ms within 1 %%", qs[i].name, got, qs[i].want);
+        else
+            check_passed++;
+    }
+    CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(h, "max")) == 1000);
+    CHECK_INT(cJSON_GetNumberValue(cJSON_GetObjectItem(h, "count")), 1000);
+    /* One [lowest, count] pair per bucket that holds a value. */
+    size_t buckets = 0;
+    for (uint64_t ms = 1; ms <= 1000; ms++)
+        buckets += ms == 1 || stats_bucket_of(ms * 1000) != stats_bucket_of((ms - 1) * 1000);
+    CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(h, "dist")), (long long)buckets);
+    cJSON_Delete(j);
+    free(json);
+    /* After a reset the largest is that of the new run. */
+    stats_reset(st, 1.0);
+    stats_observe(stats_shard(st, 0), 0, STATS_HIST_SERVICE, 7000);
+    json = stats_to_json(st, names, 1, 1.0, NULL, NULL);
+    j = cJSON_Parse(json);
+    h = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "routes"), "/test"),
+                            "service_ms");
+    CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(h, "max")) == 7);
+    CHECK_INT(cJSON_GetNumberValue(cJSON_GetObjectItem(h, "count")), 1);
+    cJSON_Delete(j);
+    free(json);
+    stats_free(st);
+}
+
 static void stats_prometheus_escapes_route_labels(void)
 {
     struct stats *st = stats_new(1, 1);
@@ -229,6 +303,8 @@ static void stats_faults_and_cancels_count_per_route_in_every_report(void)
 
 int main(void)
 {
+    stats_buckets_hold_every_value_to_one_percent();
+    stats_json_reads_percentiles_to_one_percent();
     stats_histograms_place_observations_by_bound();
     stats_prometheus_escapes_route_labels();
     stats_totals_follow_a_known_sequence();
