@@ -135,6 +135,7 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
         config_cleanup(&cfg);
         return 0;
     case CONFIG_ACTION_CHECK:
+        fputs(cfg.warnings, stderr);
         printf("%s: ok\n", cfg.check_file);
         config_cleanup(&cfg);
         return 0;
@@ -200,6 +201,13 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     fprintf(stderr, "%s %s listening on %s (engine=%s model=%s threads=%u%s)%s\n",
             engine->caps.program, SLOWSRV_VERSION, url, engine->name, config_model_name(cfg.model),
             (unsigned)nloops, from, control);
+    /* What the configuration found worth saying, after the startup line: one line each. */
+    for (const char *w = cfg.warnings; *w;) {
+        const char *nl = strchr(w, '\n');
+        int n = nl ? (int)(nl - w) : (int)strlen(w);
+        LOG(&lg, LOG_LEVEL_WARN, "%.*s", n, w);
+        w += n + (nl != NULL);
+    }
     fflush(stderr);
     /* Type=notify units wait for this; a no-op when NOTIFY_SOCKET is unset. */
     sd_notifyf(0, "READY=1\nSTATUS=listening on %s", url);

@@ -470,6 +470,12 @@ static void handle(struct control *c, const struct control_request *rq, struct c
             control_error(out, 400, "body: malformed JSON");
             return;
         }
+        char why[200];
+        if (config_json_unique_keys(body, why, sizeof why) != 0) {
+            field_error(out, why);
+            cJSON_Delete(body);
+            return;
+        }
     }
     int get = strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0;
     if (strcmp(path, "/routes") == 0) {

@@ -482,6 +482,13 @@ static void *run(void *arg)
             else
                 k++;
         }
+        if (s->next == s->n && !s->nramps) {
+            /* Its last phase began and every ramp reached its end: the run is over. */
+            s->running = 0;
+            LOG(s->ctl->log, LOG_LEVEL_INFO, "control: scenario: run %llu ends after phase %zu",
+                (unsigned long long)s->runs, s->n ? s->n - 1 : 0);
+            continue;
+        }
         uint64_t wake = UINT64_MAX;
         if (s->next < s->n)
             wake = s->t0_us + s->phases[s->next].at_us;
@@ -554,6 +561,11 @@ void scenario_start(struct scenario *s, const char *who)
         s->began_unix[i] = 0;
     LOG(s->ctl->log, LOG_LEVEL_INFO, "control: %s: scenario starts (run %llu, %zu phases)", who,
         (unsigned long long)s->runs, s->n);
+    /* The phases due at once are in force when this returns (the API's answer shows them). */
+    while (s->next < s->n && s->phases[s->next].at_us == 0) {
+        begin_phase(s, s->next, s->t0_us);
+        s->next++;
+    }
     pthread_cond_signal(&s->cond);
     pthread_mutex_unlock(&s->lock);
 }

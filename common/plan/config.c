@@ -467,6 +467,53 @@ static int load_routes(struct config *cfg, const char *path, const cJSON *arr, c
                        size_t errlen);
 static void free_routes(struct config *cfg);
 
+static int key_order(const void *a, const void *b)
+{
+    return strcmp((*(const cJSON *const *)a)->string, (*(const cJSON *const *)b)->string);
+}
+
+/* The first key of object o given twice, or NULL. Small objects are compared pairwise; a large
+ * one (a control body may hold a megabyte of keys) is sorted, so the cost stays n log n. */
+static const char *twice(const cJSON *o)
+{
+    size_t n = 0;
+    for (const cJSON *a = o->child; a; a = a->next)
+        n++;
+    if (n <= 16) {
+        for (const cJSON *a = o->child; a; a = a->next)
+            for (const cJSON *b = o->child; b != a; b = b->next)
+                if (strcmp(a->string, b->string) == 0)
+                    return a->string;
+        return NULL;
+    }
+    const cJSON **keys = malloc(n * sizeof *keys);
+    if (!keys)
+        return NULL;
+    n = 0;
+    for (const cJSON *a = o->child; a; a = a->next)
+        keys[n++] = a;
+    qsort(keys, n, sizeof *keys, key_order);
+    const char *dup = NULL;
+    for (size_t i = 1; !dup && i < n; i++)
+        if (strcmp(keys[i - 1]->string, keys[i]->string) == 0)
+            dup = keys[i]->string;
+    free(keys);
+    return dup;
+}
+
+int config_json_unique_keys(const cJSON *o, char *why, size_t whylen)
+{
+    const char *dup = cJSON_IsObject(o) ? twice(o) : NULL;
+    if (dup) {
+        snprintf(why, whylen, "%.120s: given twice; keep one", dup);
+        return -EINVAL;
+    }
+    for (const cJSON *a = o ? o->child : NULL; a; a = a->next)
+        if (config_json_unique_keys(a, why, whylen) != 0)
+            return -EINVAL;
+    return 0;
+}
+
 static int load_file(struct config *cfg, const char *path, unsigned char *set, char *err,
                      size_t errlen)
 {
@@ -490,8 +537,12 @@ static int load_file(struct config *cfg, const char *path, unsigned char *set, c
     }
     free(text);
     rc = 0;
+    char dup[200];
     if (!cJSON_IsObject(root)) {
         snprintf(err, errlen, "%s: the config must be a JSON object of option names", path);
+        rc = -EINVAL;
+    } else if (config_json_unique_keys(root, dup, sizeof dup) != 0) {
+        snprintf(err, errlen, "%s: %s", path, dup);
         rc = -EINVAL;
     }
     for (const cJSON *item = root->child; rc == 0 && item; item = item->next) {
@@ -654,15 +705,23 @@ int config_route_apply(struct config_route *r, const cJSON *o, int with_path, ch
             r->has_delay = 1;
         } else if (strcmp(k, "drip") == 0) {
             char derr[256];
-            if (!cJSON_IsString(it) ||
-                delay_drip_parse(&r->drip, it->valuestring, derr, sizeof derr) != 0) {
+            /* "none", null and false: no drip (a change removes one). */
+            if (cJSON_IsNull(it) || cJSON_IsFalse(it) ||
+                (cJSON_IsString(it) && strcmp(it->valuestring, "none") == 0)) {
+                r->drip = (struct delay_drip){0, 0};
+            } else if (!cJSON_IsString(it) ||
+                       delay_drip_parse(&r->drip, it->valuestring, derr, sizeof derr) != 0) {
                 snprintf(why, whylen, "drip: %s",
-                         cJSON_IsString(it) ? derr : "must be a string such as \"10,2s\"");
+                         cJSON_IsString(it) ? derr
+                                            : "must be a string such as \"10,2s\", or \"none\"");
                 return -EINVAL;
             }
         } else if (strcmp(k, "fault") == 0) {
-            if (!cJSON_IsString(it) || config_fault_parse(it->valuestring, &r->fault) != 0) {
-                snprintf(why, whylen, "fault: must be \"close\", \"reset\" or \"truncate\"");
+            if (cJSON_IsNull(it) || cJSON_IsFalse(it)) {
+                r->fault = CONFIG_FAULT_NONE;
+            } else if (!cJSON_IsString(it) || config_fault_parse(it->valuestring, &r->fault) != 0) {
+                snprintf(why, whylen,
+                         "fault: must be \"close\", \"reset\", \"truncate\" or \"none\"");
                 return -EINVAL;
             }
         } else if (strcmp(k, "workers") == 0) {
@@ -882,9 +941,70 @@ static const char *env_get(char *const *envp, const char *name)
     return NULL;
 }
 
+/* The edit distance between a and b (each under 64 bytes; longer ones count as far). */
+static size_t distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), row[64];
+    if (la >= 64 || lb >= 64)
+        return SIZE_MAX;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            best = up + 1 < best ? up + 1 : best;
+            best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[lb];
+}
+
+/* A SLOWSRV_ variable that names no option is no error (it may be meant for another program),
+ * but a misspelt one would be silently ignored: each gets a warning naming the nearest
+ * option's variable. */
+static void warn_unknown_env(struct config *cfg, char *const *envp)
+{
+    static const char *const others[] = {"SLOWSRV_CONFIG", "SLOWSRV_ENGINE"};
+    size_t used = strlen(cfg->warnings);
+    for (; envp && *envp; envp++) {
+        char var[64];
+        const char *eq = strchr(*envp, '=');
+        size_t n = eq ? (size_t)(eq - *envp) : strlen(*envp);
+        if (strncmp(*envp, "SLOWSRV_", 8) != 0 || n >= sizeof var)
+            continue;
+        memcpy(var, *envp, n);
+        var[n] = '\0';
+        int known = strcmp(var, others[0]) == 0 || strcmp(var, others[1]) == 0;
+        char best[64] = "", name[64];
+        size_t bestd = SIZE_MAX;
+        for (size_t i = 0; !known && i < NOPTS; i++) {
+            env_name(&opt_defs[i], name, sizeof name);
+            size_t d = distance(var, name);
+            known = d == 0;
+            if (d < bestd) {
+                bestd = d;
+                snprintf(best, sizeof best, "%s", name);
+            }
+        }
+        if (known || used >= sizeof cfg->warnings)
+            continue;
+        int w = snprintf(cfg->warnings + used, sizeof cfg->warnings - used,
+                         "%s is not an option's variable: ignored%s%s%s\n", var,
+                         bestd <= 3 ? " (did you mean " : "", bestd <= 3 ? best : "",
+                         bestd <= 3 ? "?)" : "");
+        used = w > 0 && (size_t)w < sizeof cfg->warnings - used ? used + (size_t)w
+                                                                : sizeof cfg->warnings;
+    }
+}
+
 static int load_env(struct config *cfg, char *const *envp, unsigned char *set, char *err,
                     size_t errlen)
 {
+    warn_unknown_env(cfg, envp);
     for (size_t i = 0; i < NOPTS; i++) {
         char name[64], why[CORE_ERR_LEN];
         env_name(&opt_defs[i], name, sizeof name);
@@ -895,7 +1015,7 @@ static int load_env(struct config *cfg, char *const *envp, unsigned char *set, c
             snprintf(err, errlen, "%s: %s", name, why);
             return -EINVAL;
         }
-        set[i] = 1;
+        set[i] = 2; /* by the environment */
     }
     return 0;
 }
@@ -963,8 +1083,13 @@ static int validate(struct config *cfg, const struct config_engine *engine,
         char a[32], b[32];
         delay_format_ms(delay_spec_max_us(&cfg->delay), a, sizeof a);
         delay_format_ms(cfg->max_delay_us, b, sizeof b);
-        snprintf(err, errlen, "delay: up to %s ms is over --max-delay %s ms; raise --max-delay", a,
-                 b);
+        /* Named where it was given: the file (1), the environment (2) or a flag (3). */
+        unsigned char from = set[find_def("delay") - opt_defs];
+        snprintf(err, errlen, "%s%sdelay: up to %s ms is over --max-delay %s ms; raise --max-delay",
+                 from == 1   ? cfg->config_file
+                 : from == 2 ? "SLOWSRV_DELAY"
+                             : "",
+                 from == 1 || from == 2 ? ": " : "", a, b);
         return -EINVAL;
     }
     for (size_t i = 0; i < cfg->nroutes; i++) {
@@ -1149,7 +1274,7 @@ static int load(struct config *cfg, const struct config_engine *engine, int argc
             config_cleanup(cfg);
             return -EINVAL;
         }
-        set[d - opt_defs] = 1;
+        set[d - opt_defs] = 3; /* by a flag */
     }
     optind = 1;
     rc = validate(cfg, engine, set, err, errlen);

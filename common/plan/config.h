@@ -128,11 +128,13 @@ struct config {
     size_t nroutes; /* routes from the config file */
     struct config_route *routes;
     enum log_level log_level;
-    char tls_cert[CONFIG_PATH_LEN];        /* PEM certificate chain; "" for cleartext */
-    char tls_key[CONFIG_PATH_LEN];         /* PEM private key; set exactly when tls_cert is */
-    char spool_dir[CONFIG_PATH_LEN];       /* slowsrv-h2o: where libh2o spools large bodies */
-    char access_log[CONFIG_PATH_LEN];      /* JSON line per request: a file, "-" (stdout) or "" */
-    char check_file[CONFIG_PATH_LEN];      /* the file named by --check-config, for messages */
+    char tls_cert[CONFIG_PATH_LEN];   /* PEM certificate chain; "" for cleartext */
+    char tls_key[CONFIG_PATH_LEN];    /* PEM private key; set exactly when tls_cert is */
+    char spool_dir[CONFIG_PATH_LEN];  /* slowsrv-h2o: where libh2o spools large bodies */
+    char access_log[CONFIG_PATH_LEN]; /* JSON line per request: a file, "-" (stdout) or "" */
+    char check_file[CONFIG_PATH_LEN]; /* the file named by --check-config, for messages */
+    char warnings[512]; /* lines the program prints once it runs (an unknown SLOWSRV_ variable
+                           and the option it is nearest), "" if none */
     char config_file[CONFIG_PATH_LEN];     /* the config file read, "" if none */
     char control_host[CONFIG_HOST_LEN];    /* --control: the control API's address, "" when off */
     unsigned control_port;                 /* its port (0 picks a free one) */
@@ -178,6 +180,10 @@ struct cJSON;
  * the config file; on failure returns -EINVAL with "<key>: <reason>" in why, and r may hold some
  * keys applied (apply onto a copy to keep the original). The control API's PATCH and the
  * scenario's phases use it. */
+/* 0 if no object in the JSON tree o has a key twice (cJSON keeps both, and the last would
+ * silently win); else -EINVAL with "<key>: given twice; keep one" in why. */
+int config_json_unique_keys(const struct cJSON *o, char *why, size_t whylen);
+
 int config_route_apply(struct config_route *r, const struct cJSON *o, int with_path, char *why,
                        size_t whylen);
 

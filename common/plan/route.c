@@ -159,6 +159,31 @@ void route_table_set_csp(struct route_table *t, const char *csp)
         r->nheaders++;
 }
 
+/* The 404's advice: the config's routes first (what a user added), then the built-in ones a
+ * client calls, as many as fit. */
+static void not_found_text(struct route_table *t, const struct config_route *routes, size_t n)
+{
+    static const char *const builtin[] = {"/test", "/write", "/echo", "/healthz"};
+    const char *names[ROUTE_MAX + 4];
+    size_t k = 0, len = 0, shown = 0;
+    for (size_t i = 0; i < n && k < ROUTE_MAX; i++)
+        if (strcmp(routes[i].path, "/test") && strcmp(routes[i].path, "/echo") &&
+            strcmp(routes[i].path, "/write") && strcmp(routes[i].path, "/healthz"))
+            names[k++] = routes[i].path;
+    for (size_t i = 0; i < 4; i++)
+        names[k++] = builtin[i];
+    len = (size_t)snprintf(t->not_found, sizeof t->not_found, "no such route; try ");
+    for (; shown < k; shown++) {
+        const char *sep = shown == 0 ? "" : shown + 1 == k ? " or " : ", ";
+        if (len + strlen(sep) + strlen(names[shown]) + 16 >= sizeof t->not_found)
+            break;
+        len += (size_t)snprintf(t->not_found + len, sizeof t->not_found - len, "%s%s", sep,
+                                names[shown]);
+    }
+    if (shown < k)
+        snprintf(t->not_found + len, sizeof t->not_found - len, " (%zu more)", k - shown);
+}
+
 static void init_with(struct route_table *t, const struct config *cfg,
                       const struct config_route *routes, size_t n, uint64_t generation)
 {
@@ -203,6 +228,7 @@ static void init_with(struct route_table *t, const struct config *cfg,
            "text/css; charset=utf-8");
     route_table_set_csp(t, NULL);
     t->other_slot = t->count;
+    not_found_text(t, routes, n);
     for (size_t i = 0; i < t->count; i++) {
         struct route *r = &t->routes[i];
         set_timing(t, r);
@@ -676,7 +702,7 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
         }
     }
     if (!r) {
-        route_plan_error(out, 404, "no such route; try /test, /write, /echo or /healthz");
+        route_plan_error(out, 404, t->not_found);
         return;
     }
     if (!method_matches(r->method, rq->method)) {

@@ -80,8 +80,9 @@ struct route_table {
                                    names its generation in Server-Timing ("gen;desc=N") */
     struct config_route *owned; /* the config routes it was built from, its own copies */
     size_t nowned;
-    size_t other_slot; /* stats id of requests that matched no route */
-    unsigned holder;   /* its place among the service's live generations */
+    size_t other_slot;   /* stats id of requests that matched no route */
+    char not_found[140]; /* the 404's error: the routes a client may call */
+    unsigned holder;     /* its place among the service's live generations */
     uint64_t seed;
     uint64_t max_delay_us;
     int overrides; /* 1 unless --no-overrides */

@@ -64,6 +64,7 @@ static void bad_flags_exit_2(const struct itest_env *env)
         {{"stray"}, {NULL}, "unexpected argument 'stray'"},
         {{NULL}, {"SLOWSRV_DELAY=abc", NULL}, "SLOWSRV_DELAY: bad duration 'abc'"},
         {{NULL}, {"SLOWSRV_PORT=tcp://10.0.0.1:80", NULL}, "SLOWSRV_PORT: 'tcp://"},
+        {{NULL}, {"SLOWSRV_DELAY=2m", NULL}, "SLOWSRV_DELAY: delay: up to 120000 ms is over"},
         {{"--config", "/nonexistent/cfg.json"},
          {NULL},
          "/nonexistent/cfg.json: cannot read: No such file"},
@@ -91,6 +92,8 @@ static void bad_config_exit_2(const struct itest_env *env)
         {"{\"threads\": 2.5}", "cfg.json: threads: '2.5' is not a whole number"},
         {"{\"model\": \"select\", \"max-connections\": 20000}",
          "max-connections: 20000 is more than --model select can hold"},
+        {"{\"delay\": \"2m\"}", "cfg.json: delay: up to 120000 ms is over --max-delay 60000 ms"},
+        {"{\"delay\": \"1s\", \"delay\": \"2s\"}", "cfg.json: delay: given twice; keep one"},
     };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         struct bad_case c = {{"--config", NULL}, {NULL}, files[i].want};
@@ -129,7 +132,7 @@ static void expect_timing(const struct itest_env *env, const char *const *args,
         return;
     }
     http_request(s.port, "GET", "/test", NULL, NULL, &r);
-    CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), want);
+    CHECK_STR(reply_timing(&r, h, sizeof h), want);
     stop_expect_clean(&s);
 }
 
@@ -150,6 +153,25 @@ static void precedence_file_env_flags(const struct itest_env *env)
     expect_timing(env, file_flag, env_delay, "delay;dur=30");
     expect_timing(env, none, env_file, "delay;dur=70");
     expect_timing(env, none, NULL, "delay;dur=1000");
+}
+
+/* A misspelt SLOWSRV_ variable is not silently ignored: one warning names it and the nearest
+ * option's variable, and the server runs with its default. */
+static void unknown_environment_is_warned(const struct itest_env *env)
+{
+    struct server s;
+    char log[4096];
+    const char *args[] = {"--delay", "0", NULL};
+    const char *envs[] = {"SLOWSRV_DEALY=5s", "SLOWSRV_ZZZZZZZZZZ=1", NULL};
+    if (server_start(&s, env->bin, args, envs) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    answers_within(s.port, "/test", "ok", 0, LONE_SLACK);
+    CHECK_INT(server_stop(&s, 5000, log, sizeof log), 0);
+    CHECK(strstr(log, "warn: SLOWSRV_DEALY is not an option's variable: ignored (did you mean "
+                      "SLOWSRV_DELAY?)") != NULL);
+    CHECK(strstr(log, "warn: SLOWSRV_ZZZZZZZZZZ is not an option's variable: ignored\n") != NULL);
 }
 
 /* A port in use: one clear line and exit status 1. */
@@ -300,12 +322,12 @@ static void example_configs_check(const struct itest_env *env)
         http_request(s.port, "POST", "/api/orders", "{}", NULL, &r);
         CHECK_INT(r.status, 201);
         CHECK_STR(r.body, "{\"id\": 42, \"status\": \"created\"}");
-        CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), orders_timing[i]);
+        CHECK_STR(reply_timing(&r, h, sizeof h), orders_timing[i]);
         CHECK_STR(reply_header(&r, "Cache-Control", h, sizeof h), "no-store");
     }
     http_request(s.port, "GET", "/api/orders/42", NULL, NULL, &r);
     CHECK_INT(r.status, 200);
-    CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), "delay;dur=10");
+    CHECK_STR(reply_timing(&r, h, sizeof h), "delay;dur=10");
     cJSON *j = settled_stats(h1(&s));
     CHECK_INT(json_number(j, "routes./api/orders.status.201"), 3);
     CHECK_INT(json_number(j, "routes./api/health.status.200"), 3);
@@ -439,7 +461,7 @@ static void check_config_validates_env_and_flags(const struct itest_env *env)
         const char *args[3];
         const char *env[2];
         int status;
-        const char *want; /* in the one line on stderr, for status 2 */
+        const char *want; /* in the one line on stderr, for status 2 ("FILE" names the file) */
     } cases[] = {
         {{NULL}, {NULL}, 0, NULL},
         {{"--threads", "2"}, {"SLOWSRV_WORKERS=4"}, 0, NULL},
@@ -447,10 +469,13 @@ static void check_config_validates_env_and_flags(const struct itest_env *env)
         {{NULL},
          {"SLOWSRV_MAX_DELAY=1m"},
          2,
-         "delay: up to 120000 ms is over --max-delay 60000 ms"},
+         "FILE: delay: up to 120000 ms is over --max-delay 60000 ms"},
         {{"--threads", "0"}, {NULL}, 2, "--threads: '0' is not a whole number from 1 to 1024"},
         {{"--bogus"}, {NULL}, 2, "unknown option '--bogus'"},
-        {{"--max-delay", "90s"}, {NULL}, 2, "delay: up to 120000 ms is over --max-delay 90000 ms"},
+        {{"--max-delay", "90s"},
+         {NULL},
+         2,
+         "FILE: delay: up to 120000 ms is over --max-delay 90000 ms"},
         {{"--queue", "5"}, {NULL}, 2, "queue: needs --workers"},
     };
     char path[600], out[4096], err[4096], want[700];
@@ -468,7 +493,11 @@ static void check_config_validates_env_and_flags(const struct itest_env *env)
             CHECK_STR(out, want);
             CHECK_STR(err, "");
         } else {
-            snprintf(want, sizeof want, "%s: %s", env->caps->program, cases[i].want);
+            if (strncmp(cases[i].want, "FILE: ", 6) == 0)
+                snprintf(want, sizeof want, "%s: %s: %s", env->caps->program, path,
+                         cases[i].want + 6);
+            else
+                snprintf(want, sizeof want, "%s: %s", env->caps->program, cases[i].want);
             char *nl = strchr(err, '\n');
             if (strncmp(err, want, strlen(want)) != 0 || !nl || nl[1] != '\0')
                 CHECK_FAIL_("case %zu: stderr '%s', want one line starting '%s'", i, err, want);
@@ -968,7 +997,10 @@ static void option_probe(const struct option_ctx *x, const struct option_case *c
     }
     case PROBE_HEADER:
         http_request(s.port, "GET", c->path, NULL, NULL, &r);
-        CHECK_STR(reply_header(&r, c->header, h, sizeof h), c->want);
+        CHECK_STR(strcmp(c->header, "Server-Timing") == 0
+                      ? reply_timing(&r, h, sizeof h)
+                      : reply_header(&r, c->header, h, sizeof h),
+                  c->want);
         break;
     case PROBE_STAT: {
         cJSON *j = settled_stats(h1(&s));
@@ -1211,7 +1243,7 @@ static void seed_absent_draws_differ(const struct itest_env *env)
         }
         for (int i = 0; i < 8; i++) {
             http_request(s.port, "GET", "/test", NULL, NULL, &r);
-            const char *v = reply_header(&r, "Server-Timing", seq[run][i], sizeof seq[run][i]);
+            const char *v = reply_timing(&r, seq[run][i], sizeof seq[run][i]);
             if (!v)
                 snprintf(seq[run][i], sizeof seq[run][i], "(none)");
             CHECK(strncmp(seq[run][i], "delay;dur=", 10) == 0);
@@ -1566,7 +1598,7 @@ static void short_flags_act_as_long_ones(const struct itest_env *env)
                  env->caps->program, s.port, env->caps->name, model);
         CHECK_STR(s.startup, want);
         http_request(s.port, "GET", "/test", NULL, NULL, &r);
-        CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), "delay;dur=70");
+        CHECK_STR(reply_timing(&r, h, sizeof h), "delay;dur=70");
         stop_expect_clean(&s);
     } else {
         CHECK_FAIL_("%s", "-c -t -m: server did not start");
@@ -1597,7 +1629,7 @@ static void short_flags_act_as_long_ones(const struct itest_env *env)
     const char *a3[] = {"-d", "7ms", NULL};
     if (server_start(&s, env->bin, a3, NULL) == 0) {
         http_request(s.port, "GET", "/test", NULL, NULL, &r);
-        CHECK_STR(reply_header(&r, "Server-Timing", h, sizeof h), "delay;dur=7");
+        CHECK_STR(reply_timing(&r, h, sizeof h), "delay;dur=7");
         stop_expect_clean(&s);
     } else {
         CHECK_FAIL_("%s", "-d: server did not start");
@@ -1673,6 +1705,7 @@ static const struct itest_case cases[] = {
     {"bad_config_exit_2", bad_config_exit_2, ITEST_PLAIN, 0},
     {"check_config_accepts_good_file", check_config_accepts_good_file, ITEST_PLAIN, 0},
     {"precedence_file_env_flags", precedence_file_env_flags, ITEST_PLAIN, 0},
+    {"unknown_environment_is_warned", unknown_environment_is_warned, ITEST_PLAIN, 0},
     {"port_in_use_exits_1", port_in_use_exits_1, ITEST_PLAIN, 0},
     {"drip_across_stop", drip_across_stop, ITEST_PER_MODEL, 0},
     {"sigterm_drains_delayed", sigterm_drains_delayed, ITEST_PER_MODEL, 0},

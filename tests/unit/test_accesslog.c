@@ -28,6 +28,34 @@ static void accesslog_format_writes_one_escaped_json_line(void)
     CHECK_INT(accesslog_format(buf, 40, &e), 0);
 }
 
+/* Whatever bytes the client sent, the line is valid UTF-8 JSON: well-formed UTF-8 stays as it is,
+ * every other byte (0xff, a cut sequence, an overlong form, a surrogate) is written as \u00XX. */
+static void accesslog_lines_are_utf8_whatever_the_client_sent(void)
+{
+    char buf[1024];
+    struct accesslog_entry e = {.client = "c", .method = "GET", .status = 200};
+    static const struct {
+        const char *target, *want;
+    } cases[] = {
+        {"/caf\xc3\xa9", "\"path\": \"/caf\xc3\xa9\""},
+        {"/\xe2\x82\xac\xf0\x9f\x98\x80", "\"path\": \"/\xe2\x82\xac\xf0\x9f\x98\x80\""},
+        {"/\xff", "\"path\": \"/\\u00ff\""},
+        {"/\xe2\x82", "\"path\": \"/\\u00e2\\u0082\""},
+        {"/\xc0\xaf", "\"path\": \"/\\u00c0\\u00af\""},
+        {"/\xed\xa0\x80", "\"path\": \"/\\u00ed\\u00a0\\u0080\""},
+        {"/\xf4\x90\x80\x80", "\"path\": \"/\\u00f4\\u0090\\u0080\\u0080\""},
+        {"/\xf5\x80\x80", "\"path\": \"/\\u00f5\\u0080\\u0080\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        e.target = cases[i].target;
+        CHECK(accesslog_format(buf, sizeof buf, &e) > 0);
+        if (!strstr(buf, cases[i].want))
+            CHECK_FAIL_("case %zu: %s lacks %s", i, buf, cases[i].want);
+        else
+            check_passed++;
+    }
+}
+
 static void accesslog_reopen_follows_a_rotated_file(void)
 {
     char path[] = "/tmp/slowsrv-access-XXXXXX", moved[64], err[256];
@@ -65,6 +93,7 @@ static void accesslog_reopen_follows_a_rotated_file(void)
 
 int main(void)
 {
+    accesslog_lines_are_utf8_whatever_the_client_sent();
     accesslog_format_writes_one_escaped_json_line();
     accesslog_reopen_follows_a_rotated_file();
     return CHECK_DONE();

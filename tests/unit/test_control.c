@@ -221,6 +221,53 @@ static void routes_come_and_go(void)
 }
 
 /* With a token, every request must carry it. */
+/* A drip and a fault come off again: "none", null and false remove them; "" is no drip. */
+static void drip_and_fault_can_be_removed(void)
+{
+    struct fixture f;
+    struct plan p;
+    cJSON *j = NULL;
+    setup(&f, NULL);
+    CHECK_INT(call(&f, "PATCH", "/routes/test",
+                   "{\"drip\": \"2,100ms\", \"fault\": \"truncate\", \"body\": \"0123456789\"}",
+                   NULL, NULL),
+              200);
+    plan(&f, "/test", &p);
+    CHECK_INT(p.drip.chunks, 2);
+    static const char *const off[] = {"\"none\"", "null", "false"};
+    for (size_t i = 0; i < 3; i++) {
+        char body[96];
+        snprintf(body, sizeof body, "{\"drip\": %s, \"fault\": %s}", off[i], off[i]);
+        CHECK_INT(call(&f, "PATCH", "/routes/test", body, NULL, &j), 200);
+        CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "route"), "drip") == NULL);
+        CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "route"), "fault") == NULL);
+        cJSON_Delete(j);
+        plan(&f, "/test", &p);
+        CHECK_INT(p.drip.chunks, 0);
+        CHECK_INT(p.truncate, 0);
+        CHECK_INT(call(&f, "PATCH", "/routes/test", "{\"drip\": \"2,100ms\"}", NULL, NULL), 200);
+    }
+    CHECK_INT(call(&f, "PATCH", "/routes/test", "{\"drip\": \"\"}", NULL, &j), 400);
+    CHECK_STR(str(j, "field"), "drip");
+    cJSON_Delete(j);
+    /* A key given twice is refused, naming it: the last would silently win. */
+    CHECK_INT(call(&f, "PATCH", "/routes/test", "{\"delay\": \"1s\", \"delay\": \"2s\"}", NULL, &j),
+              400);
+    CHECK_STR(str(j, "field"), "delay");
+    CHECK_STR(str(j, "error"), "delay: given twice; keep one");
+    cJSON_Delete(j);
+    /* So is one among many keys (sorted, not compared pairwise), before any key is read. */
+    char many[512];
+    int n = snprintf(many, sizeof many, "{");
+    for (int i = 0; i < 20; i++)
+        n += snprintf(many + n, sizeof many - (size_t)n, "\"k%02d\": 1, ", i);
+    snprintf(many + n, sizeof many - (size_t)n, "\"k07\": 2}");
+    CHECK_INT(call(&f, "PATCH", "/routes/test", many, NULL, &j), 400);
+    CHECK_STR(str(j, "error"), "k07: given twice; keep one");
+    cJSON_Delete(j);
+    teardown(&f);
+}
+
 static void the_token_guards_every_endpoint(void)
 {
     struct fixture f;
@@ -245,9 +292,13 @@ static void reset_starts_a_run(void)
     struct stats_shard *sh = service_shard(&f.svc, 0);
     for (int i = 0; i < 3; i++) {
         stats_request_begin(sh, 0);
-        stats_observe(sh, 0, STATS_HIST_SERVICE, 1000);
+        for (int h = 0; h < STATS_HIST_COUNT; h++)
+            stats_observe(sh, 0, (enum stats_hist)h, 1000);
         stats_request_end(sh, 0, 200);
     }
+    stats_cancel(sh, 0);
+    stats_fault(sh, 0);
+    stats_bytes_in(sh, 77);
     stats_request_begin(sh, 0); /* one in flight across the reset */
     cJSON *j;
     CHECK_INT(call(&f, "POST", "/reset", NULL, NULL, &j), 200);
@@ -257,14 +308,24 @@ static void reset_starts_a_run(void)
     char *text = service_report(&f.svc, PLAN_STATS);
     cJSON *st = cJSON_Parse(text);
     free(text);
+    /* Every counter it promises starts again from zero; what ended after it counts. */
     CHECK_INT(num(st, "requests"), 0);
     CHECK_INT(num(st, "answered"), 1);
     CHECK_INT(num(st, "in_flight"), 0);
     CHECK_INT(num(st, "resets"), 1);
+    CHECK_INT(num(st, "cancels"), 0);
+    CHECK_INT(num(st, "faults"), 0);
+    CHECK_INT(num(st, "bytes_received"), 0);
     const cJSON *test = cJSON_GetObjectItem(cJSON_GetObjectItem(st, "routes"), "/test");
     CHECK_INT(num(test, "requests"), 0);
+    CHECK_INT(num(test, "cancels"), 0);
+    CHECK_INT(num(test, "faults"), 0);
     CHECK_INT(num(cJSON_GetObjectItem(test, "status"), "200"), 1);
-    CHECK_INT(num(cJSON_GetObjectItem(test, "service_ms"), "count"), 0);
+    static const char *const hists[] = {"delay_intended_ms", "delay_overshoot_ms", "service_ms"};
+    for (int h = 0; h < 3; h++) {
+        CHECK_INT(num(cJSON_GetObjectItem(test, hists[h]), "count"), 0);
+        CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(test, hists[h]), "max") == NULL);
+    }
     cJSON_Delete(st);
     text = service_report(&f.svc, PLAN_METRICS);
     CHECK(strstr(text, "slowsrv_requests_total{route=\"/test\",status=\"200\"} 4\n") != NULL);
@@ -342,6 +403,7 @@ static void only_the_pages_origin_may_call(void)
 
 int main(void)
 {
+    drip_and_fault_can_be_removed();
     only_the_pages_origin_may_call();
     patch_makes_the_next_generation();
     bad_values_change_nothing();

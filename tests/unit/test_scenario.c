@@ -106,12 +106,19 @@ static void scenario_runs_its_phases_on_time(void)
     CHECK_U64(gen, 2);
     CHECK_INT(scenario_phase(ctl.scenario, &running), 0);
     CHECK_INT(running, 1);
-    /* Mid-ramp (300 ms + 200 ms of 400): about 600 ms, within a step (100 ms = 250 ms of delay). */
-    while (timer_now_us() - t0 < 500000)
+    /* A quarter and three quarters into the ramp (300 ms + 100 and 300 ms of 400): 350 ms and
+     * 850 ms, a step (40 ms = 100 ms of delay) and the scheduling late at most. */
+    while (timer_now_us() - t0 < 400000)
         usleep(1000);
-    uint64_t mid = live_delay(&svc, "/test", &gen);
-    CHECK(mid >= 300000 && mid <= 900000);
+    uint64_t q1 = live_delay(&svc, "/test", &gen);
+    if (q1 < 200000 || q1 > 360000)
+        CHECK_FAIL_("a quarter into the ramp from 100 to 1100 ms: %llu µs", (unsigned long long)q1);
     CHECK(gen > 3);
+    while (timer_now_us() - t0 < 600000)
+        usleep(1000);
+    uint64_t q3 = live_delay(&svc, "/test", &gen);
+    if (q3 < 700000 || q3 > 860000)
+        CHECK_FAIL_("three quarters into the ramp: %llu µs", (unsigned long long)q3);
     while (timer_now_us() - t0 < 800000)
         usleep(1000);
     CHECK_U64(live_delay(&svc, "/test", NULL), 1100000);
@@ -119,6 +126,7 @@ static void scenario_runs_its_phases_on_time(void)
         usleep(1000);
     CHECK_U64(live_delay(&svc, "/test", NULL), 1000000);
     CHECK_INT(scenario_phase(ctl.scenario, &running), 2);
+    CHECK_INT(running, 0); /* its last phase began: the run is over */
 
     char *text = service_report(&svc, PLAN_STATS);
     cJSON *st = cJSON_Parse(text);
@@ -130,6 +138,7 @@ static void scenario_runs_its_phases_on_time(void)
     cJSON_Delete(st);
     text = service_report(&svc, PLAN_METRICS);
     CHECK(strstr(text, "slowsrv_scenario_phase 2\n") != NULL);
+    CHECK(strstr(text, "slowsrv_scenario_running 0\n") != NULL);
     free(text);
 
     /* Again from the top: phase 0 comes back at its offset. */
@@ -145,8 +154,33 @@ static void scenario_runs_its_phases_on_time(void)
     free(cfg.scenario);
 }
 
+/* A phase at 0 is in force when the start returns (POST /scenario/start's answer shows it). */
+static void scenario_phase_at_zero_is_in_force_at_once(void)
+{
+    struct config cfg = config_defaults;
+    cfg.scenario = strdup("[{\"at\": \"0s\", \"name\": \"slow\", \"routes\": {\"/test\": "
+                          "{\"delay\": \"3s\"}}}, {\"at\": \"10s\", \"restore\": true}]");
+    cfg.scenario_manual = 1;
+    struct service svc;
+    struct control ctl;
+    struct log lg;
+    char err[256];
+    int running;
+    log_init(&lg, "test", LOG_LEVEL_ERROR, stderr);
+    CHECK_INT(service_init(&svc, &cfg, 1, NULL), 0);
+    CHECK_INT(control_init(&ctl, &svc, &cfg, &lg, err, sizeof err), 0);
+    scenario_start(ctl.scenario, "unit");
+    CHECK_INT(scenario_phase(ctl.scenario, &running), 0);
+    CHECK_INT(running, 1);
+    CHECK_U64(live_delay(&svc, "/test", NULL), 3000000);
+    control_cleanup(&ctl);
+    service_cleanup(&svc);
+    free(cfg.scenario);
+}
+
 int main(void)
 {
+    scenario_phase_at_zero_is_in_force_at_once();
     scenario_check_names_the_bad_key();
     scenario_runs_its_phases_on_time();
     return CHECK_DONE();
