@@ -520,7 +520,6 @@ void exchange_answer(struct exchange *x)
     }
 }
 
-/* The answer of plan p: status, headers and body as the plan says. */
 /* Writes "<timing>, wait;dur=<us / 1000>.<us % 1000>" into buf (len bytes), without printf: it
  * runs on every delayed answer. Cut short, never overrun, if it does not fit. */
 _Static_assert(ROUTE_TIMING_LEN + sizeof ", wait;dur=18446744073709551.615" <= ANSWER_TIMING_LEN,
