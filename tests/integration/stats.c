@@ -336,7 +336,8 @@ static void stats_percentiles_match_the_access_log(const struct itest_env *env)
 /* A delayed answer's Server-Timing ends with wait;dur=<ms>: how long the server held it, from the
  * end of its head to the start of its answer. It is the access log's service_ms of the same
  * request, to the microsecond, at 3 ms, 50 ms and 1 s, over HTTP/1.1 and, on slowsrv-h2o,
- * HTTP/2; the log's waited_ms (from the start of the delay) lies between the delay and it. */
+ * HTTP/2. The log's waited_ms, from the start of the delay, lies between the delay and it, and
+ * within 1 % (or 10 µs) of it: a plain GET starts its delay as soon as its head is parsed. */
 static void wait_timing_matches_the_access_log(const struct itest_env *env)
 {
     static const char *const paths[] = {"/test?delay=3ms", "/test?delay=50ms", "/test?delay=1s"};
@@ -352,6 +353,10 @@ static void wait_timing_matches_the_access_log(const struct itest_env *env)
         return;
     }
     int protocols = itest_has(env, ENGINE_HTTP2) ? 2 : 1, n = 0;
+    /* A first request warms the server's caches (logged, not compared): the time between the
+     * end of a cold server's first head and the start of its delay was 48 µs on a CI host. */
+    http_request(s.port, "GET", "/test?delay=1ms", NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
     for (int p = 0; p < protocols; p++) {
         struct target t = {s.port, 0,
                            p ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE : CURL_HTTP_VERSION_1_1, 0};
@@ -370,20 +375,22 @@ static void wait_timing_matches_the_access_log(const struct itest_env *env)
     }
     cJSON_Delete(settled_stats(h1(&s)));
     stop_expect_clean(&s);
-    CHECK_INT(read_lines(path, lines, 8), n);
+    CHECK_INT(read_lines(path, lines, 8), n + 1);
+    cJSON_Delete(lines[0]);
     for (int i = 0; i < n; i++) {
-        double service = json_number(lines[i], "service_ms");
-        double waited = json_number(lines[i], "waited_ms");
-        double delay = json_number(lines[i], "delay_ms");
+        double service = json_number(lines[i + 1], "service_ms");
+        double waited = json_number(lines[i + 1], "waited_ms");
+        double delay = json_number(lines[i + 1], "delay_ms");
         double diff = wait[i] > service ? wait[i] - service : service - wait[i];
-        if (wait[i] < 0 || diff > 0.0005 || waited < delay || waited > wait[i] + 0.0005)
+        if (wait[i] < 0 || diff > 0.0005 || waited < delay || waited > wait[i] + 0.0005 ||
+            wait[i] - waited > waited / 100 + 0.010)
             CHECK_FAIL_("%s (%s): wait;dur=%.3f ms, the access log's service_ms %.3f, waited_ms "
                         "%.3f, delay_ms %.3f",
                         paths[i % 3], i < 3 ? "HTTP/1.1" : "HTTP/2", wait[i], service, waited,
                         delay);
         else
             check_passed++;
-        cJSON_Delete(lines[i]);
+        cJSON_Delete(lines[i + 1]);
     }
 }
 
