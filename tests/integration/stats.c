@@ -255,6 +255,9 @@ static void library_answers_are_counted(const struct itest_env *env)
     CHECK_INT(lines_n, 2);
     for (int i = 0; i < lines_n; i++) {
         CHECK_STR(jstr(lines[i], "path"), "/write");
+        /* libh2o hands over the request of its 413 whole; libmicrohttpd does not say the method
+         * of the 400 it gave itself (the first request), and the 413 is slowsrv's own there. */
+        CHECK_STR(jstr(lines[i], "method"), i == 0 && !itest_has(env, ENGINE_HTTP2) ? "-" : "POST");
         double st = json_number(lines[i], "status");
         CHECK(st == status[0] || st == status[1]);
         cJSON_Delete(lines[i]);

@@ -124,6 +124,11 @@ static void stats_histograms_place_observations_by_bound(void)
     stats_observe(stats_shard(st, 0), 0, STATS_HIST_INTENDED, 1000000);  /* le 1 */
     stats_observe(stats_shard(st, 0), 0, STATS_HIST_INTENDED, 90000000); /* +Inf only */
     stats_observe(stats_shard(st, 0), STATS_UNCOUNTED, STATS_HIST_INTENDED, 5);
+    /* The overshoot's bounds: 10 µs steps up to 100 µs, then 0.25 ms up to 1 s (le printed
+     * with %g, as Prometheus' Go client prints them: 1e-05). */
+    static const uint64_t over_us[] = {10, 11, 20, 95, 100, 101, 999999, 1000001};
+    for (size_t i = 0; i < sizeof over_us / sizeof over_us[0]; i++)
+        stats_observe(stats_shard(st, i % 2), 0, STATS_HIST_OVERSHOOT, over_us[i]);
     char *text = stats_to_prometheus(st, names, 1, 2.0, NULL, NULL);
     CHECK(text != NULL);
     static const char *const want[] = {
@@ -135,6 +140,15 @@ static void stats_histograms_place_observations_by_bound(void)
         "slowsrv_delay_intended_seconds_bucket{route=\"/test\",le=\"+Inf\"} 4\n",
         "slowsrv_delay_intended_seconds_count{route=\"/test\"} 4\n",
         "slowsrv_delay_intended_seconds_sum{route=\"/test\"} 91.000201\n",
+        "slowsrv_delay_overshoot_seconds_bucket{route=\"/test\",le=\"1e-05\"} 1\n",
+        "slowsrv_delay_overshoot_seconds_bucket{route=\"/test\",le=\"2e-05\"} 3\n",
+        "slowsrv_delay_overshoot_seconds_bucket{route=\"/test\",le=\"9e-05\"} 3\n",
+        "slowsrv_delay_overshoot_seconds_bucket{route=\"/test\",le=\"0.0001\"} 5\n",
+        "slowsrv_delay_overshoot_seconds_bucket{route=\"/test\",le=\"0.00025\"} 6\n",
+        "slowsrv_delay_overshoot_seconds_bucket{route=\"/test\",le=\"0.5\"} 6\n",
+        "slowsrv_delay_overshoot_seconds_bucket{route=\"/test\",le=\"1\"} 7\n",
+        "slowsrv_delay_overshoot_seconds_bucket{route=\"/test\",le=\"+Inf\"} 8\n",
+        "slowsrv_delay_overshoot_seconds_count{route=\"/test\"} 8\n",
         "# TYPE slowsrv_service_seconds histogram\n",
         "slowsrv_uptime_seconds 2.000\n",
     };
@@ -145,6 +159,14 @@ static void stats_histograms_place_observations_by_bound(void)
             check_passed++;
     }
     CHECK(text && strstr(text, "slowsrv_workers") == NULL);
+    /* 67 histogram series a route: 18 bounds, +Inf, _sum and _count for the intended delay and
+     * the service time, 22 bounds and the same three for the overshoot. */
+    size_t series = 0;
+    for (const char *l = text; l && (l = strstr(l, "\nslowsrv_")); l++)
+        if (strncmp(l, "\nslowsrv_delay_", 15) == 0 || strncmp(l, "\nslowsrv_service_", 17) == 0)
+            series += strstr(l, "{route=\"/test\"") < strchr(l + 1, '\n') &&
+                      strstr(l, "{route=\"/test\"") != NULL;
+    CHECK_INT(series, 67);
     free(text);
     stats_free(st);
 }
