@@ -106,11 +106,15 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
     unsigned bad = rq->head ? head_check(rq->head, &why) : 0;
     if (bad) {
         /* Refused as a whole: no route's answer, and where this request ends is in doubt, so
-         * nothing more is read from the connection. */
+         * nothing more is read from the connection. Counted under the route its path reaches
+         * (a route never counted, such as /healthz, counts it under "other"). */
+        size_t reached = x->plan.stats_id;
         route_plan_error(&x->plan, bad, why);
         x->plan.action = PLAN_RESPOND;
         x->plan.route = NULL;
-        x->plan.stats_id = x->table ? ROUTE_STATS_OTHER(x->table) : STATS_UNCOUNTED;
+        x->plan.stats_id = !x->table                    ? STATS_UNCOUNTED
+                           : reached != STATS_UNCOUNTED ? reached
+                                                        : ROUTE_STATS_OTHER(x->table);
         x->plan.close = 1;
         x->refused_head = 1;
     }

@@ -229,10 +229,15 @@ static void library_answers_are_counted(const struct itest_env *env)
                      "POST /write HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; "
                      "boundary=b\r\nContent-Length: 5000\r\n\r\n");
     memset(big + n, 'a', 5000);
-    const char *reqs[] = {huge, big};
-    size_t lens[] = {sizeof huge - 1, (size_t)n + 5000};
-    unsigned status[2] = {0, 0};
-    for (int i = 0; i < 2; i++) {
+    /* A Content-Length that is not a number (the library's 400 on both binaries), and two that
+     * differ (the head refused as a whole): each counted under the route its path reaches. */
+    static const char nan[] = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\nhello";
+    static const char two[] = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                              "Content-Length: 7\r\n\r\nhello";
+    const char *reqs[] = {huge, big, nan, two};
+    size_t lens[] = {sizeof huge - 1, (size_t)n + 5000, sizeof nan - 1, sizeof two - 1};
+    unsigned status[4] = {0, 0, 0, 0};
+    for (int i = 0; i < 4; i++) {
         int fd = raw_connect(s.port);
         send_all(fd, reqs[i], lens[i]);
         size_t got = read_until_text(fd, buf, sizeof buf - 1, "\r\n\r\n", 3000);
@@ -249,11 +254,21 @@ static void library_answers_are_counted(const struct itest_env *env)
         CHECK_INT(json_number(j, key), status[0] == status[1] ? 2 : 1);
     }
     CHECK_INT(json_number(j, "routes./write.requests"), 2);
+    CHECK_INT(status[2], 400);
+    CHECK_INT(status[3], 400);
+    CHECK_INT(json_number(j, "routes./echo.status.400"), 2);
+    CHECK_INT(json_number(j, "routes./echo.requests"), 2);
+    CHECK_INT(json_number(j, "routes.other.requests"), 0);
     cJSON_Delete(j);
     stop_expect_clean(&s);
     int lines_n = read_lines(path, lines, 8);
-    CHECK_INT(lines_n, 2);
-    for (int i = 0; i < lines_n; i++) {
+    CHECK_INT(lines_n, 4);
+    for (int i = 2; i < lines_n; i++) {
+        CHECK_STR(jstr(lines[i], "path"), "/echo");
+        CHECK_INT(json_number(lines[i], "status"), 400);
+        cJSON_Delete(lines[i]);
+    }
+    for (int i = 0; i < lines_n && i < 2; i++) {
         CHECK_STR(jstr(lines[i], "path"), "/write");
         /* libh2o hands over the request of its 413 whole; libmicrohttpd does not say the method
          * of the 400 it gave itself (the first request), and the 413 is slowsrv's own there. */
