@@ -685,6 +685,12 @@ static void control_changes_reach_every_model(const struct itest_env *env)
     CHECK(fd >= 0);
     CHECK_INT(keepalive_get(fd, &dur, &gen), 200);
     CHECK_INT(gen, 1);
+    /* A route never delayed names its generation too: no prebuilt answer while the routes can
+     * change. */
+    char timing[64];
+    http_request(s.port, "GET", "/echo", NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(reply_timing(&r, timing, sizeof timing), "gen;desc=1");
     CHECK_INT(
         api(pc, "PATCH", "/routes/test", "{\"delay\": \"50ms\", \"status\": 202}", NULL, NULL),
         200);

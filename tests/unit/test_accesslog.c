@@ -45,6 +45,7 @@ static void accesslog_lines_are_utf8_whatever_the_client_sent(void)
         {"/\xed\xa0\x80", "\"path\": \"/\\u00ed\\u00a0\\u0080\""},
         {"/\xf4\x90\x80\x80", "\"path\": \"/\\u00f4\\u0090\\u0080\\u0080\""},
         {"/\xf5\x80\x80", "\"path\": \"/\\u00f5\\u0080\\u0080\""},
+        {"/\xf5\x80\x80\x80", "\"path\": \"/\\u00f5\\u0080\\u0080\\u0080\""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         e.target = cases[i].target;
