@@ -75,6 +75,108 @@ static int plain_number(const char *v, size_t n)
     return 1;
 }
 
+/* RFC 3986 section 3.2.2 reg-name bytes: unreserved, sub-delims and the '%' of pct-encoded. */
+static int is_host_byte(unsigned char c)
+{
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+        return 1;
+    return c != 0 && strchr("-._~!$&'()*+,;=%", c) != NULL;
+}
+
+/* 1 if v is uri-host [ ":" port ] (RFC 9110 section 7.2): a reg-name or IPv4 address, or an IP
+ * literal in brackets, then an optional port of digits. Empty is allowed (an empty authority). */
+static int valid_host(const char *v, size_t n)
+{
+    v = trim(v, &n);
+    size_t i = 0;
+    if (n && v[0] == '[') {
+        for (i = 1; i < n && v[i] != ']'; i++) {
+            unsigned char c = (unsigned char)v[i];
+            if (!(c == ':' || c == '.' || (c >= '0' && c <= '9') ||
+                  ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')))
+                return 0;
+        }
+        if (i == n)
+            return 0;
+        i++;
+    } else {
+        while (i < n && is_host_byte((unsigned char)v[i]))
+            i++;
+    }
+    if (i < n && v[i] == ':')
+        for (i++; i < n && v[i] >= '0' && v[i] <= '9'; i++)
+            ;
+    return i == n;
+}
+
+/* 1 if the path of target t (before any '?') holds a percent-encoded NUL. */
+static int path_has_nul(const char *t, size_t n)
+{
+    for (size_t i = 0; i + 2 < n && t[i] != '?'; i++)
+        if (t[i] == '%' && t[i + 1] == '0' && t[i + 2] == '0')
+            return 1;
+    return 0;
+}
+
+int head_wants_close(const struct head *h)
+{
+    size_t n = h->nfields < HEAD_MAX_FIELDS ? h->nfields : HEAD_MAX_FIELDS;
+    for (size_t i = 0; i < n; i++) {
+        const struct head_field *f = &h->fields[i];
+        if (!name_is(f, "Connection"))
+            continue;
+        /* A comma-separated list of options, any of which may be "close". */
+        const char *v = f->value, *end = f->value + f->vlen;
+        while (v < end) {
+            const char *comma = memchr(v, ',', (size_t)(end - v));
+            size_t len = (size_t)((comma ? comma : end) - v);
+            const char *opt = trim(v, &len);
+            if (equals_ci(opt, len, "close"))
+                return 1;
+            v = comma ? comma + 1 : end;
+        }
+    }
+    return 0;
+}
+
+/* RFC 9113 section 8.2.2: fields that are only about a connection, which HTTP/2 does not carry
+ * ("te" only as "trailers"). */
+static int connection_specific(const struct head_field *f)
+{
+    static const char *const names[] = {"Connection", "Keep-Alive", "Proxy-Connection",
+                                        "Transfer-Encoding", "Upgrade"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (name_is(f, names[i]))
+            return 1;
+    return name_is(f, "TE") && !equals_ci(f->value, f->vlen, "trailers");
+}
+
+/* The checks of an HTTP/2 request (RFC 9113 sections 8.2 and 8.3.1) that the library leaves to
+ * the server, after those both protocols share (the method, the target's bytes, the count of
+ * fields, their names and the bytes of their values). */
+static unsigned h2_check(const struct head *h, size_t n, const char **why)
+{
+    if (!(h->tlen && h->target[0] == '/') &&
+        !(h->tlen == 1 && h->target[0] == '*' && h->mlen == 7 &&
+          memcmp(h->method, "OPTIONS", 7) == 0)) {
+        *why = ":path must start with / (or be * for OPTIONS)";
+        return 400;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct head_field *f = &h->fields[i];
+        if (connection_specific(f)) {
+            *why = "a connection-specific header field in an HTTP/2 request";
+            return 400;
+        }
+        if (f->vlen && (f->value[0] == ' ' || f->value[0] == '\t' || f->value[f->vlen - 1] == ' ' ||
+                        f->value[f->vlen - 1] == '\t')) {
+            *why = "an HTTP/2 header field value starts or ends with whitespace";
+            return 400;
+        }
+    }
+    return 0;
+}
+
 unsigned head_check(const struct head *h, const char **why)
 {
     size_t n = h->nfields < HEAD_MAX_FIELDS ? h->nfields : HEAD_MAX_FIELDS;
@@ -92,6 +194,10 @@ unsigned head_check(const struct head *h, const char **why)
             *why = "the request target holds a control byte or a space";
             return 400;
         }
+    }
+    if (path_has_nul(h->target, h->tlen)) {
+        *why = "the request path holds a percent-encoded NUL (%00)";
+        return 400;
     }
     if (h->nfields > HEAD_MAX_FIELDS) {
         *why = "more than 100 header fields";
@@ -115,6 +221,10 @@ unsigned head_check(const struct head *h, const char **why)
         }
         if (name_is(f, "Host")) {
             hosts++;
+            if (!valid_host(f->value, f->vlen)) {
+                *why = "Host is not a host name or address with an optional port";
+                return 400;
+            }
         } else if (name_is(f, "Content-Length")) {
             lengths++;
             if (!plain_number(f->value, f->vlen)) {
@@ -132,6 +242,8 @@ unsigned head_check(const struct head *h, const char **why)
             expect_unmet |= !equals_ci(v, len, "100-continue");
         }
     }
+    if (h->h2)
+        return h2_check(h, n, why);
     if (lengths > 1) {
         *why = "Content-Length is sent more than once";
         return 400;

@@ -18,7 +18,17 @@
  *     identity; gzip, chunked; chunked,; xchunked)
  *   Transfer-Encoding in an HTTP/1.0 request                             400
  *   HTTP/1.1 without Host, or Host sent twice                            400
+ *   a Host that is not uri-host [":" port] ("a b", "a@b/c", "x:8o")       400
+ *   a percent-encoded NUL (%00) in the path                              400
  *   an Expect other than 100-continue                                    417
+ *
+ * An HTTP/2 request (h2) is held to the checks of the method, the target's bytes, the count of
+ * fields, their names and their values' bytes, and to RFC 9113 section 8.2 and 8.3.1's own:
+ *
+ *   a :path that is empty or does not start with '/' (but "*" for OPTIONS)    400
+ *   a connection-specific field (connection, keep-alive, proxy-connection,  400
+ *     transfer-encoding, upgrade, te other than "trailers")
+ *   a field value that starts or ends with a space or a tab                 400
  *
  * Pure functions over what the engine hands in; no state, any thread.
  */
@@ -40,7 +50,8 @@ struct head_field {
     size_t vlen;
 };
 
-/* An HTTP/1.x request head, as the engine's library parsed it. */
+/* A request head (HTTP/1.x as received, or HTTP/2 as decoded), as the engine's library parsed
+ * it. */
 struct head {
     const char *method; /* its bytes, mlen of them */
     size_t mlen;
@@ -50,6 +61,8 @@ struct head {
     const struct head_field *fields; /* the first min(nfields, HEAD_MAX_FIELDS) */
     size_t nfields;                  /* how many the head has */
     int folded;                      /* the library unfolded an obs-fold continuation line */
+    int h2; /* an HTTP/2 request: method and target are its :method and :path, fields the rest
+               of its header block as decoded, and the checks are RFC 9113's */
 };
 
 /* Parses the HTTP/1.x request head at the start of buf[0..len), as received, into *h and its
@@ -61,6 +74,10 @@ struct head {
  * its blank line, -1 if it is not an HTTP/1.x request head, -2 if more bytes are needed. For an
  * engine whose library keeps the head as received but not as it was sent. */
 long head_parse(const char *buf, size_t len, struct head *h, struct head_field *f);
+
+/* 1 if a Connection field of h lists the option "close" (RFC 9112 section 9.6), among others
+ * or alone: the connection closes after the answer. */
+int head_wants_close(const struct head *h);
 
 /* 0 if the head may be served, else the status to refuse it with (400, 417, 431), with
  * *why set to a one-line reason for the JSON error body. */

@@ -1,6 +1,7 @@
 #include "http/target.h"
 
 #include <string.h>
+#include <strings.h>
 
 int target_hex_digit(char c)
 {
@@ -90,4 +91,19 @@ long target_query_param(const char *query, size_t len, const char *name, char *b
         p = stop + 1;
     }
     return -1;
+}
+
+size_t target_absolute_prefix(const char *t, size_t len)
+{
+    size_t i = 0;
+    while (i < len && i < 5 && ((t[i] | 0x20) >= 'a' && (t[i] | 0x20) <= 'z'))
+        i++;
+    int http = i == 4 && strncasecmp(t, "http", 4) == 0;
+    int https = i == 5 && strncasecmp(t, "https", 5) == 0;
+    if (!(http || https) || len - i < 3 || memcmp(t + i, "://", 3) != 0)
+        return 0;
+    for (i += 3; i < len && t[i] != '/'; i++)
+        if (t[i] == '?' || t[i] == '#')
+            return 0;
+    return i < len ? i : 0;
 }

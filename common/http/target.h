@@ -11,6 +11,12 @@
 /* The value of hexadecimal digit c (0 to 15), or -1. */
 int target_hex_digit(char c);
 
+/* The bytes before the path of an absolute-form target (RFC 9112 section 3.2.2:
+ * "http://example.com:8080/echo?x" has 25, "HTTPS://h/" 10): its scheme, "://" and authority;
+ * 0 for any other target. Only http and https are taken, in any case; a target with no path
+ * after its authority ("http://h?x") is not taken either (0). */
+size_t target_absolute_prefix(const char *t, size_t len);
+
 /* Writes path[0..len) (starting with '/') with its dot segments resolved (RFC 3986 section
  * 5.2.4: "/a/./b" is "/a/b", "/a/../b" is "/b", never above "/") into out, which has room for
  * len bytes. Returns the length written. */

@@ -386,6 +386,13 @@ void route_plan_error(struct plan *out, unsigned status, const char *msg)
 
 long route_value_copy(const char *v, size_t vlen, char *buf, size_t len)
 {
+    /* The whitespace around a field value is not part of it (RFC 9110 section 5.5). */
+    while (vlen && (v[0] == ' ' || v[0] == '\t')) {
+        v++;
+        vlen--;
+    }
+    while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
+        vlen--;
     size_t n = vlen < len - 1 ? vlen : len - 1;
     memcpy(buf, v, n);
     buf[n] = '\0';

@@ -163,8 +163,8 @@ struct route_request {
     size_t target_bytes; /* length of the target as received, when `target` lacks its query */
     int last;            /* close after its answer (the exchange also counts --max-requests on its
                             connection) */
-    const struct head *head; /* an HTTP/1.x head as received, checked first (head.h); NULL
-                                over HTTP/2, whose framing is the library's */
+    const struct head *head; /* the head, checked first (head.h): HTTP/1.x as received, HTTP/2
+                                as decoded; NULL where the engine cannot give it */
     int h2;                  /* it came over HTTP/2 (no --max-requests, no head of its own) */
 };
 
@@ -214,8 +214,9 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
  * a random delay). Reads only the table: any thread, any time while the table lives. */
 int route_cached_plan(const struct route_table *t, size_t id, struct plan *out);
 
-/* A route_lookup_fn's copy of a value v of vlen bytes into buf (len >= 1 bytes): at most len - 1
- * bytes, NUL-terminated. Returns vlen. */
+/* A route_lookup_fn's copy of a value v of vlen bytes into buf (len >= 1 bytes), without the
+ * spaces and tabs around it: at most len - 1 bytes, NUL-terminated. Returns the trimmed value's
+ * length. */
 long route_value_copy(const char *v, size_t vlen, char *buf, size_t len);
 
 /* Writes the JSON error body {"error": "<msg>", "status": N} into buf. Returns its length. */

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "base/net.h"
+#include "http/target.h"
 
 /* Sets what comes next and returns it. */
 static enum exchange_do decide(struct exchange *x, enum exchange_do next)
@@ -68,6 +69,31 @@ static void plan_control(struct plan *p)
     p->close = 1;
 }
 
+/* rq with an absolute-form target ("http://host/echo", RFC 9112 section 3.2.2) seen in origin
+ * form ("/echo"), in *tmp; rq itself for any other target. Routing, the query and the control
+ * API read the path; the access log keeps the target as received. Where the library decoded an
+ * absolute target into something else, the path is read from the target as received. */
+static const struct route_request *origin_form(const struct route_request *rq,
+                                               struct route_request *tmp)
+{
+    const char *raw = rq->raw_target ? rq->raw_target : rq->target;
+    size_t rlen = !rq->raw_target      ? rq->target_len
+                  : rq->raw_target_len ? rq->raw_target_len
+                                       : strlen(rq->raw_target);
+    size_t rs = target_absolute_prefix(raw, rlen);
+    if (!rs)
+        return rq;
+    *tmp = *rq;
+    size_t ts = target_absolute_prefix(rq->target, rq->target_len);
+    tmp->target = ts ? rq->target + ts : raw + rs;
+    tmp->target_len = ts ? rq->target_len - ts : rlen - rs;
+    if (rq->raw_target) {
+        tmp->raw_target = raw + rs;
+        tmp->raw_target_len = rlen - rs;
+    }
+    return tmp;
+}
+
 static void begin(struct exchange *x, struct service *svc, struct stats_shard *sh,
                   const struct route_request *rq, int control, void (*admit)(struct pool_entry *e))
 {
@@ -93,14 +119,17 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
     x->sent_us = 0;
     /* The plan is made by the live table, which stays this request's until exchange_end. */
     x->table = control ? NULL : service_table_acquire(svc, stats_shard_index(sh));
+    struct route_request origin;
     if (x->table)
-        route_plan(x->table, rq, &x->plan);
+        route_plan(x->table, origin_form(rq, &origin), &x->plan);
     else
         plan_control(&x->plan);
     /* --max-requests' last request of an HTTP/1.x connection (an answer given during the stop
      * closes too: decide). */
     x->plan.close |=
         rq->last || (x->conn && !rq->h2 && service_request_on_connection(svc, &x->conn->requests));
+    /* "Connection: close" among other options (libh2o reads only the first) closes too. */
+    x->plan.close |= rq->head && head_wants_close(rq->head);
     x->svc = svc;
     const char *why;
     unsigned bad = rq->head ? head_check(rq->head, &why) : 0;
@@ -214,11 +243,15 @@ static enum exchange_do call_begin(struct exchange *x, const struct route_reques
     c->target = strndup(rq->raw_target ? rq->raw_target : rq->target, tlen);
     c->authorization = header_copy(rq, "Authorization");
     c->origin = header_copy(rq, "Origin");
-    if (!c->target || c->authorization == BAD_COPY || c->origin == BAD_COPY) {
+    c->host = header_copy(rq, "Host");
+    if (!c->target || c->authorization == BAD_COPY || c->origin == BAD_COPY ||
+        c->host == BAD_COPY) {
         if (c->authorization == BAD_COPY)
             c->authorization = NULL;
         if (c->origin == BAD_COPY)
             c->origin = NULL;
+        if (c->host == BAD_COPY)
+            c->host = NULL;
         return decide(x, EXCHANGE_DO_CLOSE);
     }
     snprintf(c->method, sizeof c->method, "%s", rq->method);
@@ -232,13 +265,15 @@ static enum exchange_do call_begin(struct exchange *x, const struct route_reques
                                      c->authorization ? strlen(c->authorization) : 0,
                                      c->who,
                                      c->origin,
-                                     c->origin ? strlen(c->origin) : 0};
+                                     c->origin ? strlen(c->origin) : 0,
+                                     c->host,
+                                     c->host ? strlen(c->host) : 0};
     const struct service_control *api = &x->svc->control;
     if (!api->ctx) {
         route_plan_error(&x->plan, 404, "no control API here");
         return decide(x, EXCHANGE_DO_ANSWER);
     }
-    /* The token and the origin are checked before any body is read. */
+    /* The token, the Host and the origin are checked before any body is read. */
     if (api->check(api->ctx, &c->rq, &c->reply))
         return decide(x, EXCHANGE_DO_ANSWER);
     int64_t len = content_length(rq);
@@ -293,8 +328,9 @@ enum exchange_do exchange_on_head(struct exchange *x, void *owner, struct conn *
     begin(x, svc, sh, rq, control, admit);
     if (x->refused_head)
         return decide(x, EXCHANGE_DO_ANSWER);
+    struct route_request origin;
     if (control)
-        return call_begin(x, rq);
+        return call_begin(x, origin_form(rq, &origin));
     if (x->plan.action != PLAN_UPLOAD)
         return EXCHANGE_DO_READ;
     /* About 9 KiB, so it is only taken by uploads, not by every request. */
@@ -753,6 +789,7 @@ void exchange_end(struct exchange *x, struct timer_heap *h)
         free(x->call->target);
         free(x->call->authorization);
         free(x->call->origin);
+        free(x->call->host);
         free(x->call->body);
         free(x->call->reply.body);
         free(x->call);

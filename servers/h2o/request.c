@@ -241,6 +241,11 @@ static void on_dispose(void *p)
 static long on_lookup(void *ctx, const char *name, char *buf, size_t len)
 {
     h2o_req_t *req = ctx;
+    /* libh2o keeps Host (HTTP/2: :authority) apart from the other fields. */
+    if (strcasecmp(name, "Host") == 0)
+        return req->input.authority.base
+                   ? route_value_copy(req->input.authority.base, req->input.authority.len, buf, len)
+                   : -1;
     for (size_t i = 0; i < req->headers.size; i++) {
         const h2o_header_t *h = &req->headers.entries[i];
         if (h->name->len == strlen(name) && strncasecmp(h->name->base, name, h->name->len) == 0)
@@ -259,14 +264,29 @@ static size_t header_bytes(const h2o_req_t *req)
     return n;
 }
 
-/* The HTTP/1.x head of req as received (head_parse), or NULL over HTTP/2 or if the buffer does
- * not start with this request (then libh2o's own checks stand). libh2o keeps only the first
- * Content-Length, folds Host, Expect and Transfer-Encoding away from req->headers, and reads the
- * body before the handler; but its HTTP/1.x connection keeps the head as received at the start
- * of the socket's input buffer until the answer is done. */
+/* The head of req: over HTTP/2, its header block as libh2o decoded it; over HTTP/1.x, as
+ * received (head_parse), or NULL if the buffer does not start with this request (then libh2o's
+ * own checks stand). libh2o keeps only the first Content-Length, folds Host, Expect and
+ * Transfer-Encoding away from req->headers, and reads the body before the handler; but its
+ * HTTP/1.x connection keeps the head as received at the start of the socket's input buffer until
+ * the answer is done. */
 static const struct head *raw_head(h2o_req_t *req, struct head *h, struct head_field *f)
 {
-    h2o_socket_t *sock = req->version < 0x200 ? socket_of(req) : NULL;
+    if (req->version >= 0x200) {
+        *h = (struct head){.method = req->method.base,
+                           .mlen = req->method.len,
+                           .target = req->path.base,
+                           .tlen = req->path.len,
+                           .fields = f,
+                           .nfields = req->headers.size,
+                           .h2 = 1};
+        for (size_t i = 0; i < req->headers.size && i < HEAD_MAX_FIELDS; i++) {
+            const h2o_header_t *e = &req->headers.entries[i];
+            f[i] = (struct head_field){e->name->base, e->name->len, e->value.base, e->value.len};
+        }
+        return h;
+    }
+    h2o_socket_t *sock = socket_of(req);
     h2o_buffer_t *in = sock ? sock->input : NULL;
     if (!in || head_parse(in->bytes, in->size, h, f) <= 0 || h->mlen != req->method.len ||
         memcmp(h->method, req->method.base, h->mlen) != 0 || h->tlen != req->path.len ||

@@ -16,6 +16,12 @@ Starts BINARY with --idle-timeout 2s and runs each case on its own connection:
                         (CVE-2023-44487): every request ends (in flight back to 0 within 3 s).
   zero-window           SETTINGS_INITIAL_WINDOW_SIZE 0: no DATA while the window is shut; the
                         whole body once a WINDOW_UPDATE opens it.
+  malformed-fields      requests RFC 9113 sections 8.2 and 8.3 call malformed, each on its own
+                        connection: an empty or relative :path, connection-specific fields,
+                        a value with whitespace around it, 101 or 500 fields, a %00 in the
+                        path, CONNECT with a :path, an empty field name. Each gets one clear
+                        answer: the core's JSON 400 (431 past 100 fields), or libh2o's stream
+                        reset or GOAWAY where it refuses the request before slowsrv sees it.
   status-1xx            ?status=101 is refused with 400 (an informational status is never a
                         final answer: no :status 1xx then DATA); ?status=204 has no
                         content-length and no DATA.
@@ -31,6 +37,7 @@ import struct
 import sys
 import time
 
+import hpack
 import h2.config
 import h2.connection
 import h2.events
@@ -264,6 +271,75 @@ def case_status_1xx(port, pid, fail):
     s.close()
 
 
+def send_block(port, headers):
+    """Sends one request with the header block `headers` encoded as is (no client-side checks),
+    and returns what came back: ("answer", status, body), ("reset", code) or ("goaway", code)."""
+    s = connect(port)
+    s.sendall(PREFACE + raw_frame(4, 0, 0) + raw_frame(1, 5, 1, hpack.Encoder().encode(headers)))
+    s.settimeout(0.5)
+    data = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            data += d
+    except (socket.timeout, OSError):
+        pass
+    s.close()
+    dec = hpack.Decoder()
+    status, body, i = None, b"", 0
+    while i + 9 <= len(data):
+        n = int.from_bytes(data[i:i + 3], "big")
+        ftype, sid, payload = data[i + 3], int.from_bytes(data[i + 5:i + 9], "big"), data[i + 9:i + 9 + n]
+        if ftype == 1 and sid == 1:
+            status = dict(dec.decode(payload)).get(":status")
+        elif ftype == 0 and sid == 1:
+            body += payload
+        elif ftype == 3 and sid == 1:
+            return ("reset", int.from_bytes(payload, "big"))
+        elif ftype == 7:
+            return ("goaway", int.from_bytes(payload[4:8], "big"))
+        i += 9 + n
+    return ("answer", status, body)
+
+
+def case_malformed_fields(port, pid, fail):
+    base = [(":method", "GET"), (":scheme", "http"), (":authority", "x")]
+    many = [("x-f%d" % i, "v") for i in range(500)]
+    cases = [
+        ("empty :path", base + [(":path", "")], "400"),
+        (":path without /", base + [(":path", "echo")], "400"),
+        ("absolute :path", base + [(":path", "http://x/echo")], "400"),
+        (":path * with GET", base + [(":path", "*")], "400"),
+        ("keep-alive", base + [(":path", "/echo"), ("keep-alive", "1")], "400"),
+        ("proxy-connection", base + [(":path", "/echo"), ("proxy-connection", "x")], "400"),
+        ("connection", base + [(":path", "/echo"), ("connection", "close")], "goaway 1"),
+        ("upgrade", base + [(":path", "/echo"), ("upgrade", "h2c")], "goaway 1"),
+        ("te: gzip", base + [(":path", "/echo"), ("te", "gzip")], "goaway 1"),
+        ("leading space", base + [(":path", "/test?delay=0"), ("x-slowsrv-status", " 503")], "400"),
+        ("trailing space", base + [(":path", "/test?delay=0"), ("x-slowsrv-status", "503 ")], "400"),
+        ("101 fields", base + [(":path", "/echo")] + many[:101], "431"),
+        ("500 fields", base + [(":path", "/echo")] + many, "431"),
+        ("%00 in the path", base + [(":path", "/echo%00.png")], "400"),
+        ("CONNECT with :path", [(":method", "CONNECT"), (":authority", "x:80"), (":path", "/echo")],
+         "reset 1"),
+        ("empty field name", base + [(":path", "/echo"), ("", "v")], "goaway 9"),
+        ("well-formed", base + [(":path", "/echo"), ("te", "trailers"), ("x-a", "v")], "200"),
+        ("100 fields", base + [(":path", "/echo")] + many[:100], "200"),
+    ]
+    for name, headers, want in cases:
+        got = send_block(port, headers)
+        if got[0] == "answer":
+            seen = got[1] or "nothing"
+            if want in ("400", "431") and not got[2].startswith(b'{"error": '):
+                fail("%s: %s answered with %r, not the JSON error" % (name, seen, got[2][:60]))
+        else:
+            seen = "%s %d" % got
+        if seen != want:
+            fail("%s: got %s, want %s" % (name, seen, want))
+
+
 CASES = [
     ("ping-flood-read", case_ping_flood_read),
     ("ping-flood-unread", case_ping_flood_unread),
@@ -272,6 +348,7 @@ CASES = [
     ("rapid-reset", case_rapid_reset),
     ("zero-window", case_zero_window),
     ("status-1xx", case_status_1xx),
+    ("malformed-fields", case_malformed_fields),
 ]
 
 

@@ -108,6 +108,21 @@ static const struct head_case cases[] = {
     /* found by fuzz_head: an empty list element after chunked */
     {R("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked,\r\n\r\n"), 400},
     {R("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \tchunked \r\n\r\n"), 0},
+    /* Host must be uri-host [":" port] */
+    {R("GET /echo HTTP/1.1\r\nHost: a b\r\n\r\n"), 400},
+    {R("GET /echo HTTP/1.1\r\nHost: a@b/c\r\n\r\n"), 400},
+    {R("GET /echo HTTP/1.1\r\nHost: x:8o\r\n\r\n"), 400},
+    {R("GET /echo HTTP/1.1\r\nHost: [::1\r\n\r\n"), 400},
+    {R("GET /echo HTTP/1.1\r\nHost: [::1]x\r\n\r\n"), 400},
+    {R("GET /echo HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n"), 0},
+    {R("GET /echo HTTP/1.1\r\nHost: my-host.example_1:80\r\n\r\n"), 0},
+    {R("GET /echo HTTP/1.1\r\nHost: 10.0.0.1:\r\n\r\n"), 0},
+    {R("GET /echo HTTP/1.1\r\nHost:\r\n\r\n"), 0},
+    /* a %00 in the path, not in the query */
+    {R("GET /echo%00.png HTTP/1.1\r\nHost: x\r\n\r\n"), 400},
+    {R("GET /echo?a=%00 HTTP/1.1\r\nHost: x\r\n\r\n"), 0},
+    {R("GET /echo%000 HTTP/1.1\r\nHost: x\r\n\r\n"), 400},
+    {R("GET /echo%01 HTTP/1.1\r\nHost: x\r\n\r\n"), 0},
 };
 
 static void heads_get_their_answer(void)
@@ -198,8 +213,92 @@ static void head_parse_splits_heads_as_received(void)
     CHECK_INT(head_check(&h, &why), 431);
 }
 
+/* Connection: close closes, alone or among other options, in any case. */
+static void connection_close_in_a_list_closes(void)
+{
+    static const struct {
+        const char *raw;
+        int want;
+    } lists[] = {
+        {"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 1},
+        {"GET / HTTP/1.1\r\nHost: x\r\nConnection: close, keep-alive\r\n\r\n", 1},
+        {"GET / HTTP/1.1\r\nHost: x\r\nConnection: keep-alive ,  CLOSE \r\n\r\n", 1},
+        {"GET / HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n", 1},
+        {"GET / HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n", 0},
+        {"GET / HTTP/1.1\r\nHost: x\r\nConnection: closed, xclose\r\n\r\n", 0},
+        {"GET / HTTP/1.1\r\nHost: x\r\nX-Connection: close\r\n\r\n", 0},
+    };
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+        struct head h;
+        struct head_field f[HEAD_MAX_FIELDS];
+        split(lists[i].raw, strlen(lists[i].raw), &h, f);
+        CHECK_INT(head_wants_close(&h), lists[i].want);
+    }
+}
+
+/* An HTTP/2 request as decoded: RFC 9113's own checks beside the shared ones. */
+static void h2_requests_are_held_to_rfc_9113(void)
+{
+    static const struct {
+        const char *method, *path, *name, *value;
+        unsigned want;
+    } h2cases[] = {
+        {"GET", "/echo", "x-a", "v", 0},
+        {"GET", "/echo", "te", "trailers", 0},
+        {"OPTIONS", "*", "x-a", "v", 0},
+        {"GET", "", "x-a", "v", 400},
+        {"GET", "echo", "x-a", "v", 400},
+        {"GET", "*", "x-a", "v", 400},
+        {"GET", "/echo%00", "x-a", "v", 400},
+        {"GET", "/echo", "connection", "close", 400},
+        {"GET", "/echo", "keep-alive", "1", 400},
+        {"GET", "/echo", "proxy-connection", "x", 400},
+        {"GET", "/echo", "transfer-encoding", "chunked", 400},
+        {"GET", "/echo", "upgrade", "h2c", 400},
+        {"GET", "/echo", "te", "gzip", 400},
+        {"GET", "/echo", "x-a", " v", 400},
+        {"GET", "/echo", "x-a", "v\t", 400},
+        {"GET", "/echo", "x-a", "a\rb", 400},
+        {"GET", "/echo", "", "v", 400},
+        {"GET", "/echo", "x a", "v", 400},
+    };
+    for (size_t i = 0; i < sizeof h2cases / sizeof h2cases[0]; i++) {
+        struct head_field f = {h2cases[i].name, strlen(h2cases[i].name), h2cases[i].value,
+                               strlen(h2cases[i].value)};
+        struct head h = {.method = h2cases[i].method,
+                         .mlen = strlen(h2cases[i].method),
+                         .target = h2cases[i].path,
+                         .tlen = strlen(h2cases[i].path),
+                         .fields = &f,
+                         .nfields = 1,
+                         .h2 = 1};
+        const char *why = NULL;
+        unsigned got = head_check(&h, &why);
+        if (got != h2cases[i].want)
+            CHECK_FAIL_("h2 case %zu (%s %s): %u, want %u", i, h2cases[i].name, h2cases[i].value,
+                        got, h2cases[i].want);
+    }
+    /* No Host is needed over HTTP/2 (:authority), and 101 fields get 431. */
+    struct head_field many[HEAD_MAX_FIELDS];
+    for (size_t i = 0; i < HEAD_MAX_FIELDS; i++)
+        many[i] = (struct head_field){"x-a", 3, "v", 1};
+    struct head h = {.method = "GET",
+                     .mlen = 3,
+                     .target = "/",
+                     .tlen = 1,
+                     .fields = many,
+                     .nfields = HEAD_MAX_FIELDS,
+                     .h2 = 1};
+    const char *why;
+    CHECK_INT(head_check(&h, &why), 0);
+    h.nfields++;
+    CHECK_INT(head_check(&h, &why), 431);
+}
+
 int main(void)
 {
+    connection_close_in_a_list_closes();
+    h2_requests_are_held_to_rfc_9113();
     head_parse_splits_heads_as_received();
     heads_get_their_answer();
     too_many_fields_get_431_and_folded_lines_400();

@@ -47,6 +47,28 @@ static void target_query_param_decodes_and_finds_exact_names(void)
     CHECK_STR(buf, "20");
 }
 
+/* An absolute-form target's scheme and authority are skipped; anything else is not. */
+static void target_absolute_prefix_skips_scheme_and_authority(void)
+{
+    static const struct {
+        const char *t;
+        size_t want;
+    } cases[] = {
+        {"http://example.com/echo", 18},
+        {"HTTPS://h:8443/test?x=1", 14},
+        {"http://h/", 8},
+        {"/echo", 0},
+        {"http://h", 0},
+        {"http://h?x=/a", 0},
+        {"ftp://h/echo", 0},
+        {"http:/h/echo", 0},
+        {"httpx://h/", 0},
+        {"*", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK_INT(target_absolute_prefix(cases[i].t, strlen(cases[i].t)), cases[i].want);
+}
+
 static void target_hex_digits(void)
 {
     CHECK_INT(target_hex_digit('0'), 0);
@@ -62,5 +84,6 @@ int main(void)
     target_paths_and_query_names_resolve();
     target_query_param_decodes_and_finds_exact_names();
     target_hex_digits();
+    target_absolute_prefix_skips_scheme_and_authority();
     return CHECK_DONE();
 }
