@@ -78,8 +78,9 @@ static int serve(const struct app_engine *engine, const struct config *cfg, cons
     if (rc == 0) {
         char curl[300] = "";
         if (control_fd >= 0)
-            net_format_url(curl, sizeof curl, "http", cfg->control_host, *control_port);
-        service_set_endpoints(svc, *port, control_fd >= 0 ? curl : NULL);
+            net_format_url(curl, sizeof curl, cfg->tls_cert[0] ? "https" : "http",
+                           cfg->control_host, *control_port);
+        service_set_endpoints(svc, *port, control_fd >= 0 ? curl : NULL, *control_port);
         struct app_base base = {cfg, lg, svc, *nloops, fds, control_fd, ctl};
         rc = engine->start(*srv, &base, err, errlen);
         control_fd = base.control_fd;
@@ -194,7 +195,8 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     char control[320] = "";
     if (cfg.control_host[0]) {
         char curl[300];
-        net_format_url(curl, sizeof curl, "http", cfg.control_host, control_port);
+        net_format_url(curl, sizeof curl, cfg.tls_cert[0] ? "https" : "http", cfg.control_host,
+                       control_port);
         snprintf(control, sizeof control, " control=%s%s", curl,
                  cfg.control_bearer[0] ? " (token)" : "");
     }

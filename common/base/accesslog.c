@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/utf8.h"
+
 int accesslog_open(struct accesslog *al, const char *path, char *err, size_t errlen)
 {
     memset(al, 0, sizeof *al);
@@ -69,24 +71,6 @@ __attribute__((format(printf, 2, 3))) static void emit(struct out *o, const char
         o->used += (size_t)n;
 }
 
-/* Bytes of the well-formed UTF-8 sequence at s (RFC 3629: no overlong form, no surrogate, at
- * most U+10FFFF), or 0. */
-static size_t utf8_len(const unsigned char *s)
-{
-    unsigned c = s[0];
-    size_t n = c >= 0xc2 && c <= 0xdf   ? 2
-               : c >= 0xe0 && c <= 0xef ? 3
-               : c >= 0xf0 && c <= 0xf4 ? 4
-                                        : 0;
-    for (size_t i = 1; i < n; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f) || (c == 0xf0 && s[1] < 0x90) ||
-        (c == 0xf4 && s[1] > 0x8f))
-        return 0;
-    return n;
-}
-
 /* A JSON string that is valid UTF-8 whatever the client sent: quotes, backslashes and control
  * bytes escaped, well-formed UTF-8 kept, and each other byte written as the code point of its
  * value (\u0080 to \u00ff), so that the line parses and the bytes can be read back. */
@@ -95,7 +79,7 @@ static void emit_string(struct out *o, const char *s)
     emit(o, "\"");
     while (*s && !o->full) {
         unsigned char c = (unsigned char)*s;
-        size_t n = c >= 0x80 ? utf8_len((const unsigned char *)s) : 1;
+        size_t n = c >= 0x80 ? utf8_seq_len((const unsigned char *)s, 4) : 1;
         if (c == '"' || c == '\\')
             emit(o, "\\%c", c);
         else if (c < 0x20 || c == 0x7f || n == 0)

@@ -1,5 +1,6 @@
 #include "control/api.h"
 
+#include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <strings.h>
 
 #include "base/timer.h"
+#include "base/utf8.h"
 #include "control/scenario.h"
 
 static void answer_json(struct control_answer *a, unsigned status, cJSON *o)
@@ -116,6 +118,45 @@ static int is_loopback(const char *host)
 {
     return strcmp(host, "127.0.0.1") == 0 || strcmp(host, "::1") == 0 ||
            strcmp(host, "localhost") == 0;
+}
+
+/* 1 if the Host of a request (host_len bytes) names the control listener: an IP address,
+ * "localhost" or the --control address, with the listener's port or none. A DNS-rebinding page
+ * reaches the listener under a name of its own, which is none of these. */
+static int host_allowed(const struct control *c, const char *host, size_t len)
+{
+    char name[CONFIG_HOST_LEN + 2];
+    const char *end = host + len;
+    const char *colon = NULL;
+    if (len && host[0] == '[') { /* [v6]:port */
+        const char *close = memchr(host, ']', len);
+        if (!close)
+            return 0;
+        colon = close + 1 < end && close[1] == ':' ? close + 1 : NULL;
+        if (close + 1 != end && !colon)
+            return 0;
+    } else {
+        colon = memchr(host, ':', len);
+    }
+    size_t hl = (size_t)((colon ? colon : end) - host);
+    if (colon) {
+        char port[8];
+        size_t pl = (size_t)(end - colon - 1);
+        snprintf(port, sizeof port, "%u", c->svc->control_port);
+        if (pl != strlen(port) || memcmp(colon + 1, port, pl) != 0)
+            return 0;
+    }
+    if (hl == 0 || hl >= sizeof name)
+        return 0;
+    memcpy(name, host, hl);
+    name[hl] = '\0';
+    if (name[0] == '[') {
+        memmove(name, name + 1, hl - 2);
+        name[hl - 2] = '\0';
+    }
+    unsigned char addr[16];
+    return inet_pton(AF_INET, name, addr) == 1 || inet_pton(AF_INET6, name, addr) == 1 ||
+           strcasecmp(name, "localhost") == 0 || strcasecmp(name, c->cfg->control_host) == 0;
 }
 
 /* 1 if `origin` is the /ui page's: its scheme, a host the main port is reached by, the port. */
@@ -254,6 +295,20 @@ static int read_route(const cJSON *o, struct config_route *r, uint64_t max_delay
     return rc;
 }
 
+/* 1 if path is a built-in route that no change may replace: one of the start table that is not a
+ * fixed answer (/write, /healthz, /stats, /metrics, /ui and its files) and not a config route. */
+static int built_in(const struct control *c, const char *path)
+{
+    const struct route_table *t = &c->svc->routes;
+    long i = route_find(t, path);
+    if (i < 0 || route_editable(&t->routes[i]))
+        return 0;
+    for (size_t k = 0; k < c->cfg->nroutes; k++)
+        if (strcmp(c->cfg->routes[k].path, path) == 0)
+            return 0;
+    return 1;
+}
+
 /* PUT /routes: [route, ...] replaces the config's routes. */
 static void put_routes(struct control *c, const cJSON *body, const char *who,
                        struct control_answer *a)
@@ -280,6 +335,13 @@ static void put_routes(struct control *c, const cJSON *body, const char *who,
             return;
         }
         l.n++;
+        if (built_in(c, l.r[l.n - 1].path)) {
+            snprintf(msg, sizeof msg, "routes[%zu].path: %s is built in and cannot be replaced", i,
+                     l.r[l.n - 1].path);
+            control_list_free(&l);
+            control_error(a, 409, msg);
+            return;
+        }
         if (control_list_find(&l, l.r[l.n - 1].path) != (long)(l.n - 1)) {
             snprintf(msg, sizeof msg, "routes[%zu].path: '%s' is given twice", i,
                      l.r[l.n - 1].path);
@@ -431,6 +493,13 @@ static int gate(struct control *c, const struct control_request *rq, struct cont
             return 1;
         }
     }
+    /* Without a token, the Host must name the listener (a browser always sends one). */
+    if (!c->cfg->control_bearer[0] && rq->host && !host_allowed(c, rq->host, rq->host_len)) {
+        control_error(out, 403,
+                      "Host does not name the control listener: use its address (127.0.0.1:PORT), "
+                      "or give --control-token to call it by another name");
+        return 1;
+    }
     if (!authorized(c, rq)) {
         control_error(out, 401,
                       "missing or wrong token: send Authorization: Bearer <the --control-token "
@@ -461,6 +530,13 @@ static void handle(struct control *c, const struct control_request *rq, struct c
         return;
     if (rq->body_len > CONTROL_BODY_MAX || (rq->body_len && !rq->body)) {
         control_error(out, 413, "body over 1 MiB: a change is a small JSON object");
+        return;
+    }
+    /* JSON is UTF-8 text (RFC 8259); a NUL, sent or escaped, would cut a string short. */
+    if (rq->body_len &&
+        (!utf8_valid(rq->body, rq->body_len) || memchr(rq->body, '\0', rq->body_len) ||
+         memmem(rq->body, rq->body_len, "\\u0000", 6))) {
+        control_error(out, 400, "body: must be UTF-8 JSON without NUL characters (\\u0000)");
         return;
     }
     cJSON *body = NULL;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/select.h>
 #include <unistd.h>
 
@@ -601,6 +602,29 @@ static int is_token(const char *s)
     return 1;
 }
 
+/* 1 if a header value holds no control character (HTAB aside) and no DEL: one line, as sent. */
+static int plain_value(const char *s)
+{
+    for (; *s; s++)
+        if (((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7f)
+            return 0;
+    return 1;
+}
+
+/* 1 for a header that frames the answer or is about the connection (RFC 9110 section 7.6.1,
+ * RFC 9112 section 6): the server writes these, and a route's own would break its answers. */
+static int framing_header(const char *name)
+{
+    static const char *const names[] = {"Content-Length",   "Transfer-Encoding",
+                                        "Connection",       "Keep-Alive",
+                                        "Proxy-Connection", "TE",
+                                        "Trailer",          "Upgrade"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcasecmp(name, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
 int config_fault_parse(const char *s, enum config_fault *out)
 {
     static const char *const names[] = {"none", "close", "reset", "truncate"};
@@ -750,10 +774,18 @@ int config_route_apply(struct config_route *r, const cJSON *o, int with_path, ch
                     snprintf(why, whylen, "headers: at most %d", CONFIG_ROUTE_HEADERS);
                     return -EINVAL;
                 }
-                if (!is_token(h->string) || !cJSON_IsString(h) || strpbrk(h->valuestring, "\r\n")) {
+                if (!is_token(h->string) || !cJSON_IsString(h) || !plain_value(h->valuestring)) {
                     snprintf(why, whylen,
-                             "headers.%s: must be a header name with a one-line "
-                             "string value",
+                             "headers.%s: must be a header name with a string value without "
+                             "control characters",
+                             h->string);
+                    return -EINVAL;
+                }
+                if (framing_header(h->string)) {
+                    snprintf(why, whylen,
+                             "headers.%s: the server frames its answers itself; "
+                             "Content-Length, Transfer-Encoding, Connection, Keep-Alive, "
+                             "Proxy-Connection, TE, Trailer and Upgrade cannot be set",
                              h->string);
                     return -EINVAL;
                 }

@@ -32,7 +32,7 @@ struct exchange_call {
     struct control_request rq;
     char method[16];
     char who[64];
-    char *target, *authorization, *origin; /* malloc'd copies, or NULL */
+    char *target, *authorization, *origin, *host; /* malloc'd copies, or NULL */
     char *body;                            /* up to CONTROL_BODY_MAX bytes, grown as they come */
     size_t cap;
     int too_big; /* more than CONTROL_BODY_MAX came: 413 */

@@ -70,7 +70,7 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
     atomic_init(&s->limit_since, 0);
     atomic_init(&s->stopping, 0);
     route_table_init(&s->routes, cfg);
-    service_set_endpoints(s, 0, NULL);
+    service_set_endpoints(s, 0, NULL, 0);
     s->routes.holder = 0;
     s->tables[0] = &s->routes;
     for (size_t i = 0; i < SERVICE_SLOTS; i++)
@@ -356,9 +356,11 @@ struct stats_shard *service_shard(struct service *s, size_t i)
     return stats_shard(s->stats, i);
 }
 
-void service_set_endpoints(struct service *s, unsigned main_port, const char *control_url)
+void service_set_endpoints(struct service *s, unsigned main_port, const char *control_url,
+                           unsigned control_port)
 {
     s->main_port = main_port;
+    s->control_port = control_url ? control_port : 0;
     snprintf(s->control_url, sizeof s->control_url, "%s", control_url ? control_url : "");
     /* The page may fetch its own origin and the control API, nothing else. */
     snprintf(s->ui_csp, sizeof s->ui_csp,

@@ -44,6 +44,8 @@ struct control_request {
     const char *who;    /* the client's address, for the log line */
     const char *origin; /* the Origin header's value (a browser's page), NULL if none */
     size_t origin_len;
+    const char *host; /* the Host header's value (HTTP/2: :authority), NULL if none */
+    size_t host_len;
 };
 
 /* What to answer: status, JSON body (malloc'd, freed with free(); none for 204) and the headers
@@ -97,6 +99,7 @@ struct service {
     struct service_control control; /* the control API (control_hook), set by the program */
     unsigned main_port;             /* the port served (service_set_endpoints) */
     char control_url[300];          /* the control API's URL, "" when off */
+    unsigned control_port;          /* its port, 0 when off */
     char ui_csp[600];               /* the /ui page's Content-Security-Policy */
     struct accesslog *access;       /* --access-log, or NULL when off */
     int overflow_reset;             /* beyond a pool: reset instead of 503 */
@@ -120,7 +123,8 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
 /* The ports are bound: the main one, and the control API's URL (NULL when off), which the /ui
  * page may reach (its Content-Security-Policy) and whose CORS allows the page's origin. Call
  * before the engine starts. */
-void service_set_endpoints(struct service *s, unsigned main_port, const char *control_url);
+void service_set_endpoints(struct service *s, unsigned main_port, const char *control_url,
+                           unsigned control_port);
 
 /* Frees what service_init made. */
 void service_cleanup(struct service *s);

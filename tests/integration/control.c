@@ -13,7 +13,7 @@
 /* The control API's port, from the startup line (" control=http://127.0.0.1:PORT"). */
 static unsigned control_port(const struct server *s)
 {
-    const char *p = strstr(s->startup, " control=http://");
+    const char *p = strstr(s->startup, " control=http");
     if (!p)
         return 0;
     p = strrchr(p, ':');
@@ -259,6 +259,70 @@ static void control_token_is_required(const struct itest_env *env)
               200);
     http_request(s.port, "GET", "/test", NULL, NULL, &r);
     CHECK_INT(r.status, 500);
+    stop_expect_clean(&s);
+}
+
+/* The control plane cannot be turned against the server: a Host that does not name the listener
+ * (a DNS-rebinding page) gets 403; no verb replaces a built-in route; a body that is not UTF-8 or
+ * holds a NUL, a route header with a control character or one that frames the answer get 400;
+ * and GET /routes still parses afterwards. */
+static void control_plane_is_locked_down(const struct itest_env *env)
+{
+    struct server s;
+    const char *args[] = {"--delay", "0", "--control", "0", NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    unsigned cp = control_port(&s);
+    static struct reply r;
+    char host[64];
+    snprintf(host, sizeof host, "Host: localhost:%u", cp);
+    const char *evil[] = {"Host: rebind.example:1", NULL};
+    const char *evil_port[] = {NULL, NULL};
+    char ep[64];
+    snprintf(ep, sizeof ep, "Host: rebind.example:%u", cp);
+    evil_port[0] = ep;
+    const char *local[] = {host, NULL};
+    http_request(cp, "GET", "/routes", NULL, evil, &r);
+    CHECK_INT(r.status, 403);
+    CHECK(strstr(r.body, "Host does not name the control listener") != NULL);
+    http_request(cp, "GET", "/routes", NULL, evil_port, &r);
+    CHECK_INT(r.status, 403);
+    http_request(cp, "GET", "/routes", NULL, local, &r);
+    CHECK_INT(r.status, 200);
+
+    static const char *const builtins[] = {"/healthz", "/stats", "/metrics", "/ui", "/write"};
+    char body[200];
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {
+        snprintf(body, sizeof body, "[{\"path\": \"%s\", \"status\": 503}]", builtins[i]);
+        CHECK_INT(api(cp, "PUT", "/routes", body, NULL, NULL), 409);
+    }
+    http_request(s.port, "GET", "/healthz", NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    http_request(s.port, "GET", "/ui", NULL, NULL, &r);
+    CHECK(reply_header(&r, "Content-Security-Policy", body, sizeof body) != NULL);
+
+    static const char *const bad[] = {
+        "{\"body\": \"\xff\xfe\"}",
+        "{\"body\": \"cut\\u0000here\"}",
+        "{\"headers\": {\"X-A\": \"a\\r\\nSet-Cookie: x=1\"}}",
+        "{\"headers\": {\"X-A\": \"a\\u000bb\"}}",
+        "{\"headers\": {\"X-A\": \"a\\u007f\"}}",
+        "{\"headers\": {\"Content-Length\": \"0\"}}",
+        "{\"headers\": {\"Transfer-Encoding\": \"chunked\"}}",
+        "{\"headers\": {\"Connection\": \"close\"}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_INT(api(cp, "PATCH", "/routes/test", bad[i], NULL, NULL), 400);
+    cJSON *j = NULL;
+    CHECK_INT(api(cp, "GET", "/routes", NULL, NULL, &j), 200);
+    CHECK(j != NULL);
+    CHECK_INT((long)json_number(j, "generation"), 1);
+    cJSON_Delete(j);
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(r.body, "ok");
     stop_expect_clean(&s);
 }
 
@@ -782,6 +846,7 @@ static const struct itest_case cases[] = {
     {"drips_and_queued_requests_keep_their_plan", drips_and_queued_requests_keep_their_plan,
      ITEST_PLAIN, 0},
     {"control_api_answers_alike", control_api_answers_alike, ITEST_BOTH, 0},
+    {"control_plane_is_locked_down", control_plane_is_locked_down, ITEST_PLAIN, 0},
     {"control_token_is_required", control_token_is_required, ITEST_PLAIN, 0},
     {"control_port_outlasts_trickling_clients", control_port_outlasts_trickling_clients,
      ITEST_PLAIN, 0},

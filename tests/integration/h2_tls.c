@@ -491,7 +491,34 @@ static void h2_streams_capped_at_100_per_connection(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
+/* With --tls-cert, the control listener speaks TLS with the same certificate: a token never
+ * crosses the network in clear, and plain HTTP there gets no answer. */
+static void control_speaks_tls(const struct itest_env *env)
+{
+    char cert[300], key[300];
+    struct server s;
+    struct reply r;
+    CHECK_INT(make_cert(env, cert, key, sizeof cert), 0);
+    const char *args[] = {"--tls-cert", cert, "--tls-key", key, "--control", "0", NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    const char *p = strstr(s.startup, " control=https://127.0.0.1:");
+    CHECK(p != NULL);
+    unsigned cp = p ? (unsigned)strtoul(strrchr(p, ':') + 1, NULL, 10) : 0;
+    struct target tls = {cp, 1, CURL_HTTP_VERSION_1_1, 3000};
+    http_request_to(&tls, "GET", "/routes", NULL, NULL, &r, NULL);
+    CHECK_INT(r.status, 200);
+    CHECK(strstr(r.body, "\"routes\"") != NULL);
+    struct target plain = {cp, 0, CURL_HTTP_VERSION_1_1, 3000};
+    http_request_to(&plain, "GET", "/routes", NULL, NULL, &r, NULL);
+    CHECK(r.status != 200);
+    stop_expect_clean(&s);
+}
+
 static const struct itest_case cases[] = {
+    {"control_speaks_tls", control_speaks_tls, ITEST_PLAIN, 0},
     {"tls_serves_https", tls_serves_https, ITEST_PLAIN, 0},
     {"tls_handshake_within_header_timeout", tls_handshake_within_header_timeout, ITEST_PLAIN, 0},
     {"h2c_prior_knowledge_and_upgrade", h2c_prior_knowledge_and_upgrade, ITEST_PLAIN, ENGINE_HTTP2},

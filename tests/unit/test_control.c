@@ -25,7 +25,7 @@ static void setup(struct fixture *f, const char *token)
     log_init(&f->lg, "test", LOG_LEVEL_ERROR, stderr);
     CHECK_INT(service_init(&f->svc, &f->cfg, 2, NULL), 0);
     f->svc.report = report_text;
-    service_set_endpoints(&f->svc, 8080, "http://127.0.0.1:9090");
+    service_set_endpoints(&f->svc, 8080, "http://127.0.0.1:9090", 9090);
     char err[256];
     CHECK_INT(control_init(&f->ctl, &f->svc, &f->cfg, &f->lg, err, sizeof err), 0);
 }
@@ -39,6 +39,8 @@ static void teardown(struct fixture *f)
 /* The Origin of the next calls (a browser's page), or NULL. */
 static const char *origin_hdr;
 static struct control_answer last;
+/* The Host of the next calls, or NULL (none sent). */
+static const char *host_hdr;
 
 /* Sends one API request; returns the status and leaves the parsed body in *json (or NULL). */
 static unsigned call(struct fixture *f, const char *method, const char *target, const char *body,
@@ -53,7 +55,9 @@ static unsigned call(struct fixture *f, const char *method, const char *target, 
                                  auth ? strlen(auth) : 0,
                                  "unit",
                                  origin_hdr,
-                                 origin_hdr ? strlen(origin_hdr) : 0};
+                                 origin_hdr ? strlen(origin_hdr) : 0,
+                                 host_hdr,
+                                 host_hdr ? strlen(host_hdr) : 0};
     free(last.body);
     last.body = NULL;
     control_handle(&f->ctl, &rq, &last);
@@ -401,8 +405,121 @@ static void only_the_pages_origin_may_call(void)
     last.body = NULL;
 }
 
+/* Without a token, the Host must name the listener: an address, localhost or the --control
+ * address, with its port or none; any other name is a DNS-rebinding page's (403). With a token,
+ * any Host is taken. */
+static void the_host_must_name_the_listener(void)
+{
+    static const struct {
+        const char *host;
+        unsigned want;
+    } cases[] = {
+        {"127.0.0.1:9090", 200},
+        {"127.0.0.1", 200},
+        {"localhost:9090", 200},
+        {"LOCALHOST", 200},
+        {"[::1]:9090", 200},
+        {"10.1.2.3:9090", 200},
+        {"evil.example", 403},
+        {"evil.example:9090", 403},
+        {"127.0.0.1:9091", 403},
+        {"127.0.0.1:", 403},
+        {"[::1", 403},
+        {"localhost.evil:9090", 403},
+        {"", 403},
+    };
+    struct fixture f;
+    setup(&f, NULL);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        host_hdr = cases[i].host;
+        CHECK_INT(call(&f, "GET", "/routes", NULL, NULL, NULL), cases[i].want);
+        CHECK_INT(call(&f, "PATCH", "/routes/test", "{\"delay\": \"2s\"}", NULL, NULL) == 403,
+                  cases[i].want == 403);
+    }
+    host_hdr = NULL;
+    CHECK_INT(call(&f, "GET", "/routes", NULL, NULL, NULL), 200);
+    teardown(&f);
+    setup(&f, "s3cret");
+    host_hdr = "slowsrv.test.example:9090";
+    CHECK_INT(call(&f, "GET", "/routes", NULL, "Bearer s3cret", NULL), 200);
+    CHECK_INT(call(&f, "GET", "/routes", NULL, NULL, NULL), 401);
+    host_hdr = NULL;
+    teardown(&f);
+}
+
+/* Bodies that are not UTF-8, or hold a NUL (sent or escaped), change nothing: 400. */
+static void bodies_must_be_utf8_without_nul(void)
+{
+    static const char *const bad[] = {
+        "{\"delay\": \"2s\", \"x\": \"\xff\"}",
+        "{\"delay\": \"2s\", \"x\": \"\xc0\xaf\"}",
+        "{\"delay\": \"2s\", \"x\": \"\\u0000\"}",
+    };
+    struct fixture f;
+    setup(&f, NULL);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_INT(call(&f, "PATCH", "/routes/test", bad[i], NULL, NULL), 400);
+    struct control_request rq = {.method = "PATCH",
+                                 .target = "/routes/test",
+                                 .target_len = 12,
+                                 .body = "{\"delay\": \"2s\"}\0",
+                                 .body_len = 17,
+                                 .who = "unit"};
+    free(last.body);
+    last.body = NULL;
+    control_handle(&f.ctl, &rq, &last);
+    CHECK_INT(last.status, 400);
+    CHECK_U64(atomic_load(&f.svc.changes), 0);
+    CHECK_INT(
+        call(&f, "PATCH", "/routes/test", "{\"delay\": \"2s\", \"x\": \"\xc3\xa9\"}", NULL, NULL),
+        400); /* well-formed, but x is not a route key */
+    CHECK_INT(call(&f, "PATCH", "/routes/test", "{\"body\": \"caf\xc3\xa9\"}", NULL, NULL), 200);
+    teardown(&f);
+}
+
+/* No verb replaces a built-in route; a route's headers hold no control character and no framing
+ * header. */
+static void built_ins_and_framing_stay_the_servers(void)
+{
+    static const char *const builtins[] = {"/healthz", "/stats", "/metrics", "/ui", "/write"};
+    char body[256];
+    struct fixture f;
+    setup(&f, NULL);
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {
+        snprintf(body, sizeof body, "[{\"path\": \"%s\", \"body\": \"x\"}]", builtins[i]);
+        CHECK_INT(call(&f, "PUT", "/routes", body, NULL, NULL), 409);
+        snprintf(body, sizeof body, "{\"path\": \"%s\", \"body\": \"x\"}", builtins[i]);
+        CHECK_INT(call(&f, "POST", "/routes", body, NULL, NULL), 409);
+    }
+    static const char *const headers[] = {
+        "{\"X-A\": \"a\\rb\"}",
+        "{\"X-A\": \"a\\nb\"}",
+        "{\"X-A\": \"a\\u000bb\"}",
+        "{\"X-A\": \"a\\u007fb\"}",
+        "{\"Content-Length\": \"5\"}",
+        "{\"transfer-encoding\": \"chunked\"}",
+        "{\"Connection\": \"close\"}",
+        "{\"Keep-Alive\": \"1\"}",
+        "{\"X A\": \"v\"}",
+        "{\"Upgrade\": \"h2c\"}",
+    };
+    for (size_t i = 0; i < sizeof headers / sizeof headers[0]; i++) {
+        snprintf(body, sizeof body, "{\"headers\": %s}", headers[i]);
+        CHECK_INT(call(&f, "PATCH", "/routes/test", body, NULL, NULL), 400);
+    }
+    CHECK_U64(atomic_load(&f.svc.changes), 0);
+    CHECK_INT(call(&f, "PATCH", "/routes/test", "{\"headers\": {\"X-A\": \"a\\tb\"}}", NULL, NULL),
+              200);
+    CHECK_INT(call(&f, "PUT", "/routes", "[{\"path\": \"/test\", \"body\": \"x\"}]", NULL, NULL),
+              200);
+    teardown(&f);
+}
+
 int main(void)
 {
+    the_host_must_name_the_listener();
+    bodies_must_be_utf8_without_nul();
+    built_ins_and_framing_stay_the_servers();
     drip_and_fault_can_be_removed();
     only_the_pages_origin_may_call();
     patch_makes_the_next_generation();
