@@ -106,6 +106,7 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
     x->shard = sh;
     x->upload = NULL;
     x->decided_at = 0;
+    x->body_refused = 0;
     x->pe.state = POOL_OUT;
     x->pe.flushed = 0;
     x->pe.admit = admit;
@@ -167,6 +168,20 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
     x->pool = service_pool_of(svc, &x->plan);
     x->overflow_reset = svc->overflow_reset != 0;
     stats_request_begin(sh, x->plan.stats_id);
+}
+
+/* A body over --max-body on a route that drops its body: 413, at once, and the connection
+ * closes after it, as for an upload. */
+static enum exchange_do refuse_body(struct exchange *x)
+{
+    char msg[80];
+    snprintf(msg, sizeof msg, "body exceeds --max-body %llu bytes",
+             (unsigned long long)x->table->max_body);
+    route_plan_error(&x->plan, 413, msg);
+    x->plan.close = 1;
+    x->body_refused = 1;
+    x->decided_at = 0;
+    return plan_do(x);
 }
 
 /* Makes the upload's answer the plan's, so the engine answers it like any other. */
@@ -331,8 +346,12 @@ enum exchange_do exchange_on_head(struct exchange *x, void *owner, struct conn *
     struct route_request origin;
     if (control)
         return call_begin(x, origin_form(rq, &origin));
-    if (x->plan.action != PLAN_UPLOAD)
+    if (x->plan.action != PLAN_UPLOAD) {
+        int64_t len = content_length(rq);
+        if (x->table && len >= 0 && (uint64_t)len > x->table->max_body)
+            return refuse_body(x);
         return EXCHANGE_DO_READ;
+    }
     /* About 9 KiB, so it is only taken by uploads, not by every request. */
     x->upload = malloc(sizeof *x->upload);
     char *ctype = header_copy(rq, "Content-Type");
@@ -360,8 +379,21 @@ enum exchange_do exchange_on_body(struct exchange *x, const void *buf, size_t le
             call_body(x->call, buf, len);
         return EXCHANGE_DO_READ;
     }
-    if (!x->upload)
-        return EXCHANGE_DO_READ; /* read and dropped: no other route needs a body */
+    if (!x->upload) {
+        /* Read and dropped: no other route needs a body; --max-body holds all the same. */
+        x->decided_at += len;
+        if (!x->table)
+            return EXCHANGE_DO_READ;
+        if (!x->body_refused) {
+            if (x->answered || x->decided_at <= x->table->max_body)
+                return EXCHANGE_DO_READ;
+            refuse_body(x);
+            return EXCHANGE_DO_ANSWER;
+        }
+        if (x->decided_at > EXCHANGE_DISCARD_MAX)
+            return decide(x, EXCHANGE_DO_CLOSE);
+        return x->answered ? EXCHANGE_DO_READ : EXCHANGE_DO_ANSWER;
+    }
     int decided = upload_error(x->upload) != 0;
     if (upload_feed(x->upload, buf, len) == 0)
         return EXCHANGE_DO_READ;

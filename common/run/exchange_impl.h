@@ -33,7 +33,7 @@ struct exchange_call {
     char method[16];
     char who[64];
     char *target, *authorization, *origin, *host; /* malloc'd copies, or NULL */
-    char *body;                            /* up to CONTROL_BODY_MAX bytes, grown as they come */
+    char *body; /* up to CONTROL_BODY_MAX bytes, grown as they come */
     size_t cap;
     int too_big; /* more than CONTROL_BODY_MAX came: 413 */
     struct control_answer reply;
@@ -53,6 +53,7 @@ struct exchange {
     unsigned char in_queue;       /* counted as queued for a worker (stats_queue_begin) */
     unsigned char in_inbox;       /* handed back, in its loop's inbox (loop.h); under its lock */
     unsigned char waits;          /* counted as waiting on its connection (conn_wait) */
+    unsigned char body_refused;   /* a route that drops its body got more than --max-body */
     void *owner;                  /* the engine's record (exchange_owner) */
     struct conn *conn;            /* its connection, or NULL */
     void *home;                   /* the loop it was begun on (loop_begin), or NULL */
@@ -63,7 +64,9 @@ struct exchange {
     struct upload *upload;          /* PLAN_UPLOAD only, between exchange_on_head and _end */
     struct exchange_call *call;     /* PLAN_CONTROL only */
     char *built;                    /* an answer's body the core made (/stats), or NULL */
-    uint64_t decided_at;            /* upload bytes received when its answer was decided */
+    uint64_t decided_at;            /* upload bytes received when its answer was decided; on a
+                                       route that drops its body, the bytes dropped (since the
+                                       413, once body_refused) */
     struct pool *pool;              /* the table's worker pool, or NULL */
     struct pool_entry pe;           /* its place in the pool; pe.admit is the engine's hand-back */
     uint64_t begun_us;              /* when the request came in (timer_now_us clock) */

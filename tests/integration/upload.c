@@ -116,6 +116,38 @@ static void upload_bad_inputs_get_4xx(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
+/* --max-body holds on every route, not only on /write: a body over it, announced by
+ * Content-Length or sent chunked, gets 413 on /, /echo and /test (before the 405 its method
+ * would get), and the server goes on. */
+static void max_body_holds_on_every_route(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    const char *args[] = {"--delay", "0", "--max-body", "4K", "--model", env->model, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    static char body[20000];
+    memset(body, 'a', sizeof body - 1);
+    static const char *const paths[] = {"/", "/echo", "/test"};
+    const char *chunked[] = {"Transfer-Encoding: chunked", NULL};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        for (int te = 0; te < 2; te++) {
+            http_request(s.port, "POST", paths[i], body, te ? chunked : NULL, &r);
+            if (r.status != 413)
+                CHECK_FAIL_("POST %s (%s, 20 KB over --max-body 4K): %ld, want 413", paths[i],
+                            te ? "chunked" : "Content-Length", r.status);
+            if (itest_has(env, ENGINE_JSON_413))
+                CHECK_STR(r.body,
+                          "{\"error\": \"body exceeds --max-body 4096 bytes\", \"status\": 413}");
+        }
+        http_request(s.port, "POST", paths[i], "small", NULL, &r);
+        CHECK_INT(r.status, i == 2 ? 405 : 200); /* /test is GET only */
+    }
+    stop_expect_clean(&s);
+}
+
 /* Without Content-Length (chunked), the 413 comes when the body crosses --max-body. */
 static void upload_chunked_over_max_body_gets_413(const struct itest_env *env)
 {
@@ -505,6 +537,7 @@ static void spool_dir_defaults_to_tmp(const struct itest_env *env)
 static const struct itest_case cases[] = {
     {"upload_sizes_are_exact", upload_sizes_are_exact, ITEST_PLAIN, 0},
     {"upload_bad_inputs_get_4xx", upload_bad_inputs_get_4xx, ITEST_PLAIN, 0},
+    {"max_body_holds_on_every_route", max_body_holds_on_every_route, ITEST_PER_MODEL, 0},
     {"upload_chunked_over_max_body_gets_413", upload_chunked_over_max_body_gets_413, ITEST_PLAIN,
      0},
     {"upload_client_leaving_mid_body", upload_client_leaving_mid_body, ITEST_PLAIN, 0},
