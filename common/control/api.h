@@ -51,27 +51,4 @@ void control_handle(struct control *c, const struct control_request *rq,
 /* The service's hook (service.h) that serves c through the exchange path. */
 void control_hook(struct control *c, struct service_control *out);
 
-/* Sets up control over svc (which must outlive c): the scenario of cfg, if any, is built and
- * checked. Returns 0, or -EINVAL with a one-line reason in err, or -ENOMEM. */
-int control_init(struct control *c, struct service *svc, const struct config *cfg,
-                 const struct log *lg, char *err, size_t errlen);
-
-/* The server serves: the scenario starts now unless it waits for POST /scenario/start. */
-void control_start(struct control *c);
-
-/* Stops the scenario and frees what control_init made. */
-void control_cleanup(struct control *c);
-
-/* Before the body is read: 1 with *out filled when rq is answered from its head alone (an Origin
- * other than /ui's, a missing or wrong token, a CORS preflight), else 0 with *out zeroed.
- * Thread-safe. */
-int control_check(struct control *c, const struct control_request *rq, struct control_answer *out);
-
-/* Answers one request of the control API. Thread-safe (changes are serialised inside). */
-void control_handle(struct control *c, const struct control_request *rq,
-                    struct control_answer *out);
-
-/* The service's hook (service.h) that serves c through the exchange path. */
-void control_hook(struct control *c, struct service_control *out);
-
 #endif
