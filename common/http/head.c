@@ -118,6 +118,18 @@ static int path_has_nul(const char *t, size_t n)
     return 0;
 }
 
+const char *head_value(const struct head *h, const char *name, size_t *len)
+{
+    size_t n = h->nfields < HEAD_MAX_FIELDS ? h->nfields : HEAD_MAX_FIELDS;
+    for (size_t i = 0; i < n; i++) {
+        if (name_is(&h->fields[i], name)) {
+            *len = h->fields[i].vlen;
+            return trim(h->fields[i].value, len);
+        }
+    }
+    return NULL;
+}
+
 int head_wants_close(const struct head *h)
 {
     size_t n = h->nfields < HEAD_MAX_FIELDS ? h->nfields : HEAD_MAX_FIELDS;

@@ -75,6 +75,10 @@ struct head {
  * engine whose library keeps the head as received but not as it was sent. */
 long head_parse(const char *buf, size_t len, struct head *h, struct head_field *f);
 
+/* The value of the first field of h named `name` (case-insensitive), without the whitespace
+ * around it, its length in *len; NULL if h has no such field. */
+const char *head_value(const struct head *h, const char *name, size_t *len);
+
 /* 1 if a Connection field of h lists the option "close" (RFC 9112 section 9.6), among others
  * or alone: the connection closes after the answer. */
 int head_wants_close(const struct head *h);

@@ -258,7 +258,16 @@ static enum exchange_do call_begin(struct exchange *x, const struct route_reques
     c->target = strndup(rq->raw_target ? rq->raw_target : rq->target, tlen);
     c->authorization = header_copy(rq, "Authorization");
     c->origin = header_copy(rq, "Origin");
-    c->host = header_copy(rq, "Host");
+    /* Host as sent: libh2o fills in a name of its own for an HTTP/1.0 request without one. */
+    size_t hlen;
+    const char *host = rq->head && !rq->head->h2 ? head_value(rq->head, "Host", &hlen) : NULL;
+    if (host) {
+        c->host = strndup(host, hlen);
+        if (!c->host)
+            c->host = BAD_COPY;
+    } else if (!rq->head || rq->head->h2) {
+        c->host = header_copy(rq, "Host");
+    }
     if (!c->target || c->authorization == BAD_COPY || c->origin == BAD_COPY ||
         c->host == BAD_COPY) {
         if (c->authorization == BAD_COPY)

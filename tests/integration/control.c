@@ -291,6 +291,17 @@ static void control_plane_is_locked_down(const struct itest_env *env)
     CHECK_INT(r.status, 403);
     http_request(cp, "GET", "/routes", NULL, local, &r);
     CHECK_INT(r.status, 200);
+    /* HTTP/1.0 without Host: no browser sends that, and it is served. */
+    int fd = raw_connect(cp);
+    static const char h10[] = "GET /routes HTTP/1.0\r\n\r\n";
+    char buf[256];
+    int closed;
+    CHECK(fd >= 0 && send_all(fd, h10, sizeof h10 - 1) == 0);
+    size_t got = fd >= 0 ? read_until_close(fd, buf, sizeof buf - 1, 2000, &closed) : 0;
+    buf[got] = '\0';
+    CHECK(strncmp(buf, "HTTP/1.1 200 ", 13) == 0);
+    if (fd >= 0)
+        close(fd);
 
     static const char *const builtins[] = {"/healthz", "/stats", "/metrics", "/ui", "/write"};
     char body[200];
