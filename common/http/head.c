@@ -11,7 +11,7 @@ static int is_tchar(unsigned char c)
     return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
-static int is_token(const char *s, size_t n)
+int head_is_token(const char *s, size_t n)
 {
     if (n == 0)
         return 0;
@@ -109,6 +109,26 @@ static int valid_host(const char *v, size_t n)
     return i == n;
 }
 
+static int method_is(const struct head *h, const char *m)
+{
+    return h->mlen == strlen(m) && memcmp(h->method, m, h->mlen) == 0;
+}
+
+/* 1 if the target of an HTTP/1.x head has one of RFC 9112 section 3.2's forms: origin ("/..."),
+ * absolute ("http://..."), asterisk ("*", OPTIONS only) or authority (CONNECT only). */
+static int valid_form(const struct head *h)
+{
+    if (h->tlen && h->target[0] == '/')
+        return 1;
+    if (method_is(h, "CONNECT"))
+        return h->tlen > 0;
+    if (h->tlen == 1 && h->target[0] == '*')
+        return method_is(h, "OPTIONS");
+    const char *colon = memchr(h->target, ':', h->tlen);
+    return colon && colon > h->target && (size_t)(h->target + h->tlen - colon) > 3 &&
+           memcmp(colon, "://", 3) == 0;
+}
+
 /* 1 if the path of target t (before any '?') holds a percent-encoded NUL. */
 static int path_has_nul(const char *t, size_t n)
 {
@@ -130,25 +150,33 @@ const char *head_value(const struct head *h, const char *name, size_t *len)
     return NULL;
 }
 
-int head_wants_close(const struct head *h)
+/* 1 if a Connection field of h lists `option`. */
+static int connection_has(const struct head *h, const char *option)
 {
     size_t n = h->nfields < HEAD_MAX_FIELDS ? h->nfields : HEAD_MAX_FIELDS;
     for (size_t i = 0; i < n; i++) {
         const struct head_field *f = &h->fields[i];
         if (!name_is(f, "Connection"))
             continue;
-        /* A comma-separated list of options, any of which may be "close". */
+        /* A comma-separated list of options. */
         const char *v = f->value, *end = f->value + f->vlen;
         while (v < end) {
             const char *comma = memchr(v, ',', (size_t)(end - v));
             size_t len = (size_t)((comma ? comma : end) - v);
             const char *opt = trim(v, &len);
-            if (equals_ci(opt, len, "close"))
+            if (equals_ci(opt, len, option))
                 return 1;
             v = comma ? comma + 1 : end;
         }
     }
     return 0;
+}
+
+int head_wants_close(const struct head *h)
+{
+    if (h->h2)
+        return 0;
+    return connection_has(h, "close") || (h->minor == 0 && !connection_has(h, "keep-alive"));
 }
 
 /* RFC 9113 section 8.2.2: fields that are only about a connection, which HTTP/2 does not carry
@@ -169,8 +197,7 @@ static int connection_specific(const struct head_field *f)
 static unsigned h2_check(const struct head *h, size_t n, const char **why)
 {
     if (!(h->tlen && h->target[0] == '/') &&
-        !(h->tlen == 1 && h->target[0] == '*' && h->mlen == 7 &&
-          memcmp(h->method, "OPTIONS", 7) == 0)) {
+        !(h->tlen == 1 && h->target[0] == '*' && method_is(h, "OPTIONS"))) {
         *why = ":path must start with / (or be * for OPTIONS)";
         return 400;
     }
@@ -196,7 +223,7 @@ unsigned head_check(const struct head *h, const char **why)
     int te_chunked = 1;
     int expect_unmet = 0;
 
-    if (!is_token(h->method, h->mlen)) {
+    if (!head_is_token(h->method, h->mlen)) {
         *why = "the method is not a token";
         return 400;
     }
@@ -206,6 +233,10 @@ unsigned head_check(const struct head *h, const char **why)
             *why = "the request target holds a control byte or a space";
             return 400;
         }
+    }
+    if (!h->h2 && !valid_form(h)) {
+        *why = "the request target must start with / (or be an absolute URL, or * for OPTIONS)";
+        return 400;
     }
     if (path_has_nul(h->target, h->tlen)) {
         *why = "the request path holds a percent-encoded NUL (%00)";
@@ -221,7 +252,7 @@ unsigned head_check(const struct head *h, const char **why)
     }
     for (size_t i = 0; i < n; i++) {
         const struct head_field *f = &h->fields[i];
-        if (!is_token(f->name, f->nlen)) {
+        if (!head_is_token(f->name, f->nlen)) {
             *why = "a header field name is not a token (a space before its colon?)";
             return 400;
         }
@@ -247,7 +278,11 @@ unsigned head_check(const struct head *h, const char **why)
             size_t len = f->vlen;
             const char *v = trim(f->value, &len);
             encodings++;
-            te_chunked &= equals_ci(v, len, "chunked");
+            /* Whitespace after it is no part of the value, but neither library then frames
+             * the body as chunked (libmicrohttpd would wait for ever): refused. */
+            int trailing_ows =
+                f->vlen && (f->value[f->vlen - 1] == ' ' || f->value[f->vlen - 1] == '\t');
+            te_chunked &= equals_ci(v, len, "chunked") && !trailing_ows;
         } else if (name_is(f, "Expect")) {
             size_t len = f->vlen;
             const char *v = trim(f->value, &len);

@@ -8,6 +8,8 @@
  *   what is wrong                                                        answer
  *   a method that is not a token                                         400
  *   a control byte, space or DEL in the target                           400
+ *   a target not in origin ("/..."), absolute ("http://..."), asterisk    400
+ *     (OPTIONS *) or authority (CONNECT) form
  *   a field name that is not a token ("Content-Length :")                400
  *   a control byte other than HTAB in a field value (NUL, VT, CR, ...)   400
  *   more than HEAD_MAX_FIELDS fields                                     431
@@ -15,7 +17,8 @@
  *   Content-Length that is not one plain number, or sent twice           400
  *   Content-Length and Transfer-Encoding together                        400
  *   Transfer-Encoding other than one field "chunked" (gzip; chunked,      400
- *     identity; gzip, chunked; chunked,; xchunked)
+ *     identity; gzip, chunked; chunked,; xchunked; "chunked " with
+ *     whitespace after it)
  *   Transfer-Encoding in an HTTP/1.0 request                             400
  *   HTTP/1.1 without Host, or Host sent twice                            400
  *   a Host that is not uri-host [":" port] ("a b", "a@b/c", "x:8o")       400
@@ -75,12 +78,17 @@ struct head {
  * engine whose library keeps the head as received but not as it was sent. */
 long head_parse(const char *buf, size_t len, struct head *h, struct head_field *f);
 
+/* 1 if s[0..n) is a token (RFC 9110 section 5.6.2): a method, a field name. */
+int head_is_token(const char *s, size_t n);
+
 /* The value of the first field of h named `name` (case-insensitive), without the whitespace
  * around it, its length in *len; NULL if h has no such field. */
 const char *head_value(const struct head *h, const char *name, size_t *len);
 
-/* 1 if a Connection field of h lists the option "close" (RFC 9112 section 9.6), among others
- * or alone: the connection closes after the answer. */
+/* 1 if the connection closes after the answer to h (RFC 9112 section 9.3): a Connection field
+ * lists "close", among other options or alone, or an HTTP/1.0 request does not list
+ * "keep-alive". Any other option ("upgrade", "TE") keeps an HTTP/1.1 connection open. 0 over
+ * HTTP/2. */
 int head_wants_close(const struct head *h);
 
 /* 0 if the head may be served, else the status to refuse it with (400, 417, 431), with

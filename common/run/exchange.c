@@ -129,11 +129,18 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
      * closes too: decide). */
     x->plan.close |=
         rq->last || (x->conn && !rq->h2 && service_request_on_connection(svc, &x->conn->requests));
-    /* "Connection: close" among other options (libh2o reads only the first) closes too. */
+    /* Whether the connection persists is decided here from the head as sent: libh2o keeps an
+     * HTTP/1.1 connection open only on "keep-alive", whatever else the field lists. */
     x->plan.close |= rq->head && head_wants_close(rq->head);
     x->svc = svc;
     const char *why;
     unsigned bad = rq->head ? head_check(rq->head, &why) : 0;
+    /* Without the head as sent (a library that could not say it), the method is still held to
+     * being a token: libh2o takes an empty one. */
+    if (!rq->head && !rq->h2 && !head_is_token(rq->method, strlen(rq->method))) {
+        why = "the method is not a token";
+        bad = 400;
+    }
     if (bad) {
         /* Refused as a whole: no route's answer, and where this request ends is in doubt, so
          * nothing more is read from the connection. Counted under the route its path reaches

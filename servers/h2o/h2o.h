@@ -32,6 +32,8 @@ struct h2s_request {
     /* Flags, a byte each: every waiting request carries this record. */
     unsigned char sending;   /* bytes handed to libh2o and not yet sent (proceed is due) */
     unsigned char head_sent; /* a paced body's head went out ahead of its first chunk */
+    unsigned char head_read; /* the core read its HTTP/1.x head as sent, and decides whether
+                                the connection stays open */
 };
 
 /* A connection: the socket's on_close data. */

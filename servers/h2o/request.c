@@ -124,8 +124,13 @@ static void respond(struct h2s_request *r)
      * own, its last header, is left out. */
     for (size_t i = 0; i < a.nheaders - (a.close && a.nheaders ? 1 : 0); i++)
         add_header(req, &a, a.headers[i].name, a.headers[i].value);
+    /* HTTP/1.x: the core decides whether the connection stays open, from the head as sent
+     * (libh2o alone would keep it on "Connection: close, keep-alive" and close it on
+     * "Connection: upgrade"). */
     if (a.close)
         req->http1_is_persistent = 0;
+    else if (r->head_read)
+        req->http1_is_persistent = 1;
     exchange_answer(r->x);
     r->gen.proceed = a.paced ? on_paced_proceed : on_sent;
     r->gen.stop = on_stop;
@@ -333,6 +338,7 @@ static int begin_request(struct h2s_loop *loop, h2o_req_t *req)
                                .header_bytes = header_bytes(req),
                                .head = raw_head(req, &head, fields),
                                .h2 = req->version >= 0x200};
+    r->head_read = in.head && !in.h2;
     enum exchange_do d = loop_begin(&loop->core, r->x, r, c ? &c->c : NULL, &in);
     /* libh2o has read the whole body already. */
     if (d == EXCHANGE_DO_READ && req->entity.base)

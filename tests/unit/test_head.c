@@ -107,7 +107,9 @@ static const struct head_case cases[] = {
     {R("GET /echo HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nExpect: 100-continue\r\n\r\n"), 417},
     /* found by fuzz_head: an empty list element after chunked */
     {R("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked,\r\n\r\n"), 400},
-    {R("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \tchunked \r\n\r\n"), 0},
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \tchunked\r\n\r\n"), 0},
+    /* whitespace after chunked: neither library frames the body then */
+    {R("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \tchunked \r\n\r\n"), 400},
     /* Host must be uri-host [":" port] */
     {R("GET /echo HTTP/1.1\r\nHost: a b\r\n\r\n"), 400},
     {R("GET /echo HTTP/1.1\r\nHost: a@b/c\r\n\r\n"), 400},
@@ -123,6 +125,15 @@ static const struct head_case cases[] = {
     {R("GET /echo?a=%00 HTTP/1.1\r\nHost: x\r\n\r\n"), 0},
     {R("GET /echo%000 HTTP/1.1\r\nHost: x\r\n\r\n"), 400},
     {R("GET /echo%01 HTTP/1.1\r\nHost: x\r\n\r\n"), 0},
+    /* the target's form */
+    {R("GET echo HTTP/1.1\r\nHost: x\r\n\r\n"), 400},
+    {R("GET * HTTP/1.1\r\nHost: x\r\n\r\n"), 400},
+    {R("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n"), 0},
+    {R("GET http://x/echo HTTP/1.1\r\nHost: x\r\n\r\n"), 0},
+    {R("GET http:/x HTTP/1.1\r\nHost: x\r\n\r\n"), 400},
+    {R("GET ://x/ HTTP/1.1\r\nHost: x\r\n\r\n"), 400},
+    {R("CONNECT x:443 HTTP/1.1\r\nHost: x\r\n\r\n"), 0},
+    {R("GET x:443 HTTP/1.1\r\nHost: x\r\n\r\n"), 400},
 };
 
 static void heads_get_their_answer(void)
@@ -213,7 +224,8 @@ static void head_parse_splits_heads_as_received(void)
     CHECK_INT(head_check(&h, &why), 431);
 }
 
-/* Connection: close closes, alone or among other options, in any case. */
+/* Connection: close closes, alone or among other options, in any case; HTTP/1.0 closes unless
+ * it lists keep-alive; other options keep an HTTP/1.1 connection open. */
 static void connection_close_in_a_list_closes(void)
 {
     static const struct {
@@ -227,6 +239,11 @@ static void connection_close_in_a_list_closes(void)
         {"GET / HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n", 0},
         {"GET / HTTP/1.1\r\nHost: x\r\nConnection: closed, xclose\r\n\r\n", 0},
         {"GET / HTTP/1.1\r\nHost: x\r\nX-Connection: close\r\n\r\n", 0},
+        {"GET / HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\n\r\n", 0},
+        {"GET / HTTP/1.1\r\nHost: x\r\nConnection: TE\r\n\r\n", 0},
+        {"GET / HTTP/1.0\r\n\r\n", 1},
+        {"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", 0},
+        {"GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n", 1},
     };
     for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
         struct head h;
