@@ -108,9 +108,9 @@ static void control_api_answers_alike(const struct itest_env *env)
         CHECK(parsed != NULL);
         cJSON_Delete(parsed);
     }
-    /* A body over 1 MiB: 413 on both (the core's JSON one on slowsrv, libh2o's own from the
+    /* A body over 16 MiB: 413 on both (the core's JSON one on slowsrv, libh2o's own from the
      * Content-Length on slowsrv-h2o). */
-    size_t big = 1536 * 1024;
+    size_t big = 17 * 1024 * 1024;
     char *huge = malloc(big + 1);
     memset(huge, ' ', big);
     huge[0] = '{';
@@ -202,7 +202,7 @@ static void control_port_outlasts_trickling_clients(const struct itest_env *env)
     }
     CHECK_INT(all, 1);
     /* No token: 401 from the head; the body announced is never sent, the answer comes anyway
-     * (libh2o answers its own 413 first for a body over the API's 1 MiB). */
+     * (libh2o answers its own 413 first for a body over the API's 16 MiB). */
     int fd = raw_connect(cp);
     static const char big[] = "PUT /routes HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                               "application/json\r\nContent-Length: 104857600\r\n\r\n[";
@@ -212,7 +212,7 @@ static void control_port_outlasts_trickling_clients(const struct itest_env *env)
     CHECK(strncmp(buf, itest_has(env, ENGINE_JSON_413) ? "HTTP/1.1 401 " : "HTTP/1.1 413 ", 13) ==
           0);
     close(fd);
-    /* A body within 1 MiB, not sent yet: slowsrv answers 401 from the head; libh2o reads a body
+    /* A body within 16 MiB, not sent yet: slowsrv answers 401 from the head; libh2o reads a body
      * whole before any handler, so slowsrv-h2o answers once the body is in. */
     static char small[1100];
     fd = raw_connect(cp);
