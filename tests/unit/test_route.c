@@ -78,6 +78,7 @@ static void route_plans_every_builtin(void)
         else
             CHECK(p.timing == NULL);
     }
+    route_table_cleanup(&t);
 }
 
 static void route_health_and_stats_are_not_counted(void)
@@ -94,6 +95,7 @@ static void route_health_and_stats_are_not_counted(void)
     plan(&t, "GET", "/test", &p);
     CHECK_INT(p.stats_id, 0);
     CHECK_INT(p.cacheable, 1);
+    route_table_cleanup(&t);
 }
 
 static void route_405_names_the_allowed_methods(void)
@@ -105,6 +107,7 @@ static void route_405_names_the_allowed_methods(void)
     CHECK_STR(p.allow, "GET, HEAD");
     plan(&t, "GET", "/write", &p);
     CHECK_STR(p.allow, "POST");
+    route_table_cleanup(&t);
 }
 
 static void route_random_delays_number_requests_per_route(void)
@@ -131,6 +134,8 @@ static void route_random_delays_number_requests_per_route(void)
         differ += p.delay_us != delay_spec_draw(&cfg.delay, 5, 0, 0);
     }
     CHECK(differ > 40);
+    route_table_cleanup(&a);
+    route_table_cleanup(&b);
 }
 
 /* Loads a config from flags as the servers do (no environment, no file). */
