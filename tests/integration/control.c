@@ -796,17 +796,24 @@ static char *many_routes(size_t n, const char *dir, const char *word)
 
 struct big_body {
     char *buf;
-    size_t len;
+    size_t len, cap;
 };
 
 static size_t on_big_body(char *p, size_t size, size_t n, void *arg)
 {
     struct big_body *b = arg;
-    char *grown = realloc(b->buf, b->len + size * n + 1);
-    if (!grown)
-        return 0;
-    memcpy(grown + b->len, p, size * n);
-    b->buf = grown;
+    if (b->len + size * n + 1 > b->cap) {
+        /* Doubled: /metrics of 10 000 routes is 45 MB, in pieces of 16 KiB. */
+        size_t cap = b->cap ? b->cap : 65536;
+        while (cap < b->len + size * n + 1)
+            cap *= 2;
+        char *grown = realloc(b->buf, cap);
+        if (!grown)
+            return 0;
+        b->buf = grown;
+        b->cap = cap;
+    }
+    memcpy(b->buf + b->len, p, size * n);
     b->len += size * n;
     b->buf[b->len] = '\0';
     return size * n;
@@ -817,7 +824,7 @@ static size_t on_big_body(char *p, size_t size, size_t n, void *arg)
 static char *get_whole(unsigned port, const char *path)
 {
     char url[256];
-    struct big_body b = {NULL, 0};
+    struct big_body b = {NULL, 0, 0};
     long status = 0;
     snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, path);
     CURL *c = curl_easy_init();
