@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define NSTATUS (STATS_STATUS_MAX - STATS_STATUS_MIN + 2) /* slot 0 is "no answer" */
 
@@ -83,6 +84,20 @@ struct route_counters {
 /* The words of struct route_counters that add up over shards and subtract at a reset. */
 #define ADDITIVE_WORDS (offsetof(struct route_counters, max_us) / sizeof(uint64_t))
 
+/* A route's counters in a shard are made at its first count there (53 KiB each: made for every
+ * route of a table of thousands, most never requested, they would cost gigabytes of address
+ * space). They are carved from chunks mapped afresh, so a page of them costs memory only once a
+ * request has written it, and are kept until stats_free. Each takes whole cache lines, so no
+ * line is written by two loops. */
+#define COUNTERS_SIZE ((sizeof(struct route_counters) + 63) / 64 * 64)
+#define CHUNK_ROUTES 16
+#define CHUNK_HEAD 64
+
+struct chunk {
+    struct chunk *next;
+    size_t size;
+};
+
 /* Aligned to a cache line so that two loops never write the same line. */
 struct stats_shard {
     _Alignas(64) _Atomic uint64_t begun;
@@ -95,13 +110,19 @@ struct stats_shard {
     _Atomic uint64_t bytes_in;
     size_t nroutes;
     size_t index;
-    struct route_counters *routes;
+    struct stats *owner;
+    _Atomic(struct route_counters *) *routes; /* by route; NULL until its first count here */
 };
 
 struct stats {
     size_t nshards;
     size_t nroutes;
     struct stats_shard *shards;
+    /* Where counters are carved from: the chunk being used, and every chunk for stats_free. */
+    pthread_mutex_t chunk_lock;
+    struct chunk *chunks;
+    char *next;
+    size_t left; /* counters left in the chunk at `next` */
     /* What /stats subtracts since the last reset (stats_reset): the sums at that time. */
     pthread_mutex_t base_lock;
     struct stats_shard base;
@@ -124,8 +145,10 @@ struct stats *stats_new(size_t nshards, size_t nroutes)
     memset(st->shards, 0, st->nshards * sizeof *st->shards);
     memset(&st->base, 0, sizeof st->base);
     pthread_mutex_init(&st->base_lock, NULL);
+    pthread_mutex_init(&st->chunk_lock, NULL);
     st->base.routes = calloc(st->nroutes, sizeof *st->base.routes);
     st->base.nroutes = st->nroutes;
+    st->base.owner = st;
     if (!st->base.routes) {
         free(st->shards);
         free(st);
@@ -134,10 +157,10 @@ struct stats *stats_new(size_t nshards, size_t nroutes)
     for (size_t i = 0; i < st->nshards; i++) {
         st->shards[i].nroutes = st->nroutes;
         st->shards[i].index = i;
-        /* Each loop's counters are a block of their own (mapped afresh: their size is far over
-         * the allocator's threshold), so no cache line is written by two loops, and a page
-         * costs memory only once a request has touched it. */
-        st->shards[i].routes = calloc(st->nroutes, sizeof(struct route_counters));
+        st->shards[i].owner = st;
+        /* All NULL (calloc); large, so mapped afresh and paid for by the page as routes are
+         * counted. */
+        st->shards[i].routes = calloc(st->nroutes, sizeof *st->shards[i].routes);
         if (!st->shards[i].routes) {
             stats_free(st);
             return NULL;
@@ -154,8 +177,64 @@ void stats_free(struct stats *st)
         free(st->shards[i].routes);
     free(st->shards);
     free(st->base.routes);
+    while (st->chunks) {
+        struct chunk *c = st->chunks;
+        st->chunks = c->next;
+        munmap(c, c->size);
+    }
     pthread_mutex_destroy(&st->base_lock);
+    pthread_mutex_destroy(&st->chunk_lock);
     free(st);
+}
+
+/* New zeroed counters, or NULL if out of memory. Under chunk_lock. */
+static struct route_counters *carve(struct stats *st)
+{
+    if (!st->left) {
+        size_t size = CHUNK_HEAD + CHUNK_ROUTES * COUNTERS_SIZE;
+        void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return NULL;
+        struct chunk *c = m;
+        c->next = st->chunks;
+        c->size = size;
+        st->chunks = c;
+        st->next = (char *)m + CHUNK_HEAD;
+        st->left = CHUNK_ROUTES;
+    }
+    struct route_counters *rc = (struct route_counters *)(void *)st->next;
+    st->next += COUNTERS_SIZE;
+    st->left--;
+    return rc;
+}
+
+/* The counters of `route` (< nroutes) in sh, made at the first call; NULL if out of memory (the
+ * count is then lost). A shard may be shared by threads (thread-per-connection): the first
+ * ones to call make them under a lock, and every later call reads one pointer. */
+static struct route_counters *counters(struct stats_shard *sh, size_t route)
+{
+    struct route_counters *rc = atomic_load_explicit(&sh->routes[route], memory_order_acquire);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&sh->owner->chunk_lock);
+    rc = atomic_load_explicit(&sh->routes[route], memory_order_relaxed);
+    if (!rc && (rc = carve(sh->owner)) != NULL)
+        atomic_store_explicit(&sh->routes[route], rc, memory_order_release);
+    pthread_mutex_unlock(&sh->owner->chunk_lock);
+    return rc;
+}
+
+/* The counters of `route` in sh, or NULL while none was counted there (all zero). */
+static const struct route_counters *peek(const struct stats_shard *sh, size_t route)
+{
+    return atomic_load_explicit(&sh->routes[route], memory_order_acquire);
+}
+
+/* The counters of a route for a writer, or NULL for a route with none (STATS_UNCOUNTED, out of
+ * range, out of memory). */
+static struct route_counters *counters_of(struct stats_shard *sh, size_t route)
+{
+    return route < sh->nroutes ? counters(sh, route) : NULL;
 }
 
 size_t stats_shard_index(const struct stats_shard *sh)
@@ -183,15 +262,27 @@ static const _Atomic uint64_t *field_of(const struct route_counters *rc, size_t 
     return (const _Atomic uint64_t *)(const void *)((const char *)rc + field);
 }
 
+/* 1 if a request was ever counted on `route`, in any shard. */
+static int route_counted(const struct stats *st, size_t route)
+{
+    for (size_t i = 0; i < st->nshards; i++)
+        if (peek(&st->shards[i], route))
+            return 1;
+    return 0;
+}
+
 /* A counter of struct route_counters (at offset `field`) for `route`, summed over the shards;
  * since the last reset when `since`. */
 static uint64_t route_sum_since(const struct stats *st, size_t route, size_t field, int since)
 {
     uint64_t n = 0;
-    for (size_t i = 0; i < st->nshards; i++)
-        n += get(field_of(&st->shards[i].routes[route], field));
-    if (since) {
-        uint64_t b = get(field_of(&st->base.routes[route], field));
+    for (size_t i = 0; i < st->nshards; i++) {
+        const struct route_counters *rc = peek(&st->shards[i], route);
+        n += rc ? get(field_of(rc, field)) : 0;
+    }
+    const struct route_counters *base = since ? peek(&st->base, route) : NULL;
+    if (base) {
+        uint64_t b = get(field_of(base, field));
         n = n > b ? n - b : 0;
     }
     return n;
@@ -214,8 +305,9 @@ void stats_request_begin(struct stats_shard *sh, size_t route)
     if (route == STATS_UNCOUNTED)
         return;
     add(&sh->begun, 1);
-    if (route < sh->nroutes)
-        add(&sh->routes[route].begun, 1);
+    struct route_counters *rc = counters_of(sh, route);
+    if (rc)
+        add(&rc->begun, 1);
 }
 
 void stats_request_end(struct stats_shard *sh, size_t route, unsigned status)
@@ -225,34 +317,39 @@ void stats_request_end(struct stats_shard *sh, size_t route, unsigned status)
     add(&sh->ended, 1);
     if (status_slot(status))
         add(&sh->answered, 1);
-    if (route < sh->nroutes)
-        add(&sh->routes[route].status[status_slot(status)], 1);
+    struct route_counters *rc = counters_of(sh, route);
+    if (rc)
+        add(&rc->status[status_slot(status)], 1);
 }
 
 void stats_wait_begin(struct stats_shard *sh, size_t route)
 {
     add(&sh->wait_begun, 1);
-    if (route < sh->nroutes)
-        add(&sh->routes[route].wait_begun, 1);
+    struct route_counters *rc = counters_of(sh, route);
+    if (rc)
+        add(&rc->wait_begun, 1);
 }
 
 void stats_wait_end(struct stats_shard *sh, size_t route)
 {
     add(&sh->wait_ended, 1);
-    if (route < sh->nroutes)
-        add(&sh->routes[route].wait_ended, 1);
+    struct route_counters *rc = counters_of(sh, route);
+    if (rc)
+        add(&rc->wait_ended, 1);
 }
 
 void stats_queue_begin(struct stats_shard *sh, size_t route)
 {
-    if (route < sh->nroutes)
-        add(&sh->routes[route].queue_begun, 1);
+    struct route_counters *rc = counters_of(sh, route);
+    if (rc)
+        add(&rc->queue_begun, 1);
 }
 
 void stats_queue_end(struct stats_shard *sh, size_t route)
 {
-    if (route < sh->nroutes)
-        add(&sh->routes[route].queue_ended, 1);
+    struct route_counters *rc = counters_of(sh, route);
+    if (rc)
+        add(&rc->queue_ended, 1);
 }
 
 /* A gauge of `route`: begun less ended (read ended first), whatever the resets. */
@@ -267,8 +364,9 @@ void stats_cancel(struct stats_shard *sh, size_t route)
     if (route == STATS_UNCOUNTED)
         return;
     add(&sh->cancels, 1);
-    if (route < sh->nroutes)
-        add(&sh->routes[route].cancels, 1);
+    struct route_counters *rc = counters_of(sh, route);
+    if (rc)
+        add(&rc->cancels, 1);
 }
 
 void stats_fault(struct stats_shard *sh, size_t route)
@@ -276,15 +374,17 @@ void stats_fault(struct stats_shard *sh, size_t route)
     if (route == STATS_UNCOUNTED)
         return;
     add(&sh->faults, 1);
-    if (route < sh->nroutes)
-        add(&sh->routes[route].faults, 1);
+    struct route_counters *rc = counters_of(sh, route);
+    if (rc)
+        add(&rc->faults, 1);
 }
 
 void stats_observe(struct stats_shard *sh, size_t route, enum stats_hist which, uint64_t us)
 {
-    if (route >= sh->nroutes || which >= STATS_HIST_COUNT)
+    struct route_counters *rc = which < STATS_HIST_COUNT ? counters_of(sh, route) : NULL;
+    if (!rc)
         return;
-    struct histogram *h = &sh->routes[route].hist[which];
+    struct histogram *h = &rc->hist[which];
     add(&h->bucket[stats_bucket_of(us)], 1);
     add(&h->sum_us, us);
     const uint64_t *bound;
@@ -296,10 +396,10 @@ void stats_observe(struct stats_shard *sh, size_t route, enum stats_hist which, 
         else
             hi = mid;
     }
-    add(&sh->routes[route].metric[which][lo], 1);
+    add(&rc->metric[which][lo], 1);
     /* A shard may be shared (thread-per-connection), so the largest is raised by a swap that
      * fails when another thread raised it first; most records raise nothing. */
-    _Atomic uint64_t *max = &sh->routes[route].max_us[which];
+    _Atomic uint64_t *max = &rc->max_us[which];
     uint64_t m = get(max);
     while (us > m && !atomic_compare_exchange_weak_explicit(max, &m, us, memory_order_relaxed,
                                                             memory_order_relaxed))
@@ -362,8 +462,12 @@ static void sum_into_base(struct stats *st)
         atomic_store(&b->faults, get(&b->faults) + get(&sh->faults));
         atomic_store(&b->bytes_in, get(&b->bytes_in) + get(&sh->bytes_in));
         for (size_t r = 0; r < st->nroutes; r++) {
-            _Atomic uint64_t *dst = (_Atomic uint64_t *)(void *)&b->routes[r];
-            const _Atomic uint64_t *src = (const _Atomic uint64_t *)(const void *)&sh->routes[r];
+            const struct route_counters *from = peek(sh, r);
+            struct route_counters *to = from ? counters(b, r) : NULL;
+            if (!to)
+                continue; /* nothing counted (or no memory for the base: /stats keeps all) */
+            _Atomic uint64_t *dst = (_Atomic uint64_t *)(void *)to;
+            const _Atomic uint64_t *src = (const _Atomic uint64_t *)(const void *)from;
             for (size_t w = 0; w < ADDITIVE_WORDS; w++)
                 atomic_store(&dst[w], get(&dst[w]) + get(&src[w]));
         }
@@ -378,14 +482,21 @@ void stats_reset(struct stats *st, double now_unix)
     atomic_store(&st->base.cancels, 0);
     atomic_store(&st->base.faults, 0);
     atomic_store(&st->base.bytes_in, 0);
-    memset(st->base.routes, 0, st->nroutes * sizeof *st->base.routes);
+    for (size_t r = 0; r < st->nroutes; r++) {
+        struct route_counters *b = (struct route_counters *)(uintptr_t)peek(&st->base, r);
+        if (b)
+            memset(b, 0, sizeof *b);
+    }
     sum_into_base(st);
     /* The largest since the reset: each shard's starts again (a value being recorded in the
      * same instant may be lost to it; never one from before the reset kept). */
-    for (size_t i = 0; i < st->nshards; i++)
-        for (size_t r = 0; r < st->nroutes; r++)
-            for (int w = 0; w < STATS_HIST_COUNT; w++)
-                atomic_store_explicit(&st->shards[i].routes[r].max_us[w], 0, memory_order_relaxed);
+    for (size_t i = 0; i < st->nshards; i++) {
+        for (size_t r = 0; r < st->nroutes; r++) {
+            struct route_counters *rc = (struct route_counters *)(uintptr_t)peek(&st->shards[i], r);
+            for (int w = 0; rc && w < STATS_HIST_COUNT; w++)
+                atomic_store_explicit(&rc->max_us[w], 0, memory_order_relaxed);
+        }
+    }
     st->resets++;
     st->reset_at = now_unix;
     pthread_mutex_unlock(&st->base_lock);
@@ -405,11 +516,14 @@ void stats_route_zero(struct stats *st, size_t route)
         return;
     pthread_mutex_lock(&st->base_lock);
     for (size_t i = 0; i < st->nshards; i++) {
-        _Atomic uint64_t *w = (_Atomic uint64_t *)(void *)&st->shards[i].routes[route];
-        for (size_t k = 0; k < sizeof(struct route_counters) / sizeof(uint64_t); k++)
+        const struct route_counters *rc = peek(&st->shards[i], route);
+        _Atomic uint64_t *w = (_Atomic uint64_t *)(uintptr_t)rc;
+        for (size_t k = 0; w && k < sizeof(struct route_counters) / sizeof(uint64_t); k++)
             atomic_store_explicit(&w[k], 0, memory_order_relaxed);
     }
-    memset(&st->base.routes[route], 0, sizeof st->base.routes[route]);
+    struct route_counters *b = (struct route_counters *)(uintptr_t)peek(&st->base, route);
+    if (b)
+        memset(b, 0, sizeof *b);
     pthread_mutex_unlock(&st->base_lock);
 }
 
@@ -418,8 +532,10 @@ uint64_t stats_route_requests(const struct stats *st, size_t route)
     uint64_t n = 0;
     if (route >= st->nroutes)
         return 0;
-    for (size_t i = 0; i < st->nshards; i++)
-        n += get(&st->shards[i].routes[route].begun);
+    for (size_t i = 0; i < st->nshards; i++) {
+        const struct route_counters *rc = peek(&st->shards[i], route);
+        n += rc ? get(&rc->begun) : 0;
+    }
     return n;
 }
 
@@ -428,8 +544,10 @@ uint64_t stats_route_status(const struct stats *st, size_t route, unsigned statu
     uint64_t n = 0;
     if (route >= st->nroutes || (status != 0 && !status_slot(status)))
         return 0;
-    for (size_t i = 0; i < st->nshards; i++)
-        n += get(&st->shards[i].routes[route].status[status_slot(status)]);
+    for (size_t i = 0; i < st->nshards; i++) {
+        const struct route_counters *rc = peek(&st->shards[i], route);
+        n += rc ? get(&rc->status[status_slot(status)]) : 0;
+    }
     return n;
 }
 
@@ -554,17 +672,22 @@ static uint64_t hist_sum_since(const struct stats *st, size_t route, enum stats_
 {
     uint64_t count = 0;
     *sum_us = *max_us = 0;
+    if (!route_counted(st, route))
+        return 0; /* never counted: bucket[] is not read */
     memset(bucket, 0, STATS_BUCKETS * sizeof *bucket);
     for (size_t i = 0; i < st->nshards; i++) {
-        const struct route_counters *rc = &st->shards[i].routes[route];
+        const struct route_counters *rc = peek(&st->shards[i], route);
+        if (!rc)
+            continue;
         for (size_t b = 0; b < STATS_BUCKETS; b++)
             bucket[b] += get(&rc->hist[which].bucket[b]);
         *sum_us += get(&rc->hist[which].sum_us);
         uint64_t m = get(&rc->max_us[which]);
         *max_us = m > *max_us ? m : *max_us;
     }
-    if (since) {
-        const struct histogram *h = &st->base.routes[route].hist[which];
+    const struct route_counters *base = since ? peek(&st->base, route) : NULL;
+    if (base) {
+        const struct histogram *h = &base->hist[which];
         for (size_t b = 0; b < STATS_BUCKETS; b++)
             bucket[b] = bucket[b] > get(&h->bucket[b]) ? bucket[b] - get(&h->bucket[b]) : 0;
         *sum_us = *sum_us > get(&h->sum_us) ? *sum_us - get(&h->sum_us) : 0;
@@ -652,8 +775,9 @@ __attribute__((format(printf, 2, 3))) static void put(struct text *t, const char
             t->len += (size_t)n;
             return;
         }
-        size_t cap = t->cap * 2;
-        char *b = cap <= t->max ? realloc(t->buf, cap) : NULL;
+        /* Doubled, and at the end the ceiling itself, so that all of it may be used. */
+        size_t cap = t->cap * 2 < t->max ? t->cap * 2 : t->max;
+        char *b = cap > t->cap ? realloc(t->buf, cap) : NULL;
         if (!b) {
             t->failed = 1;
             return;
@@ -696,7 +820,16 @@ char *stats_to_prometheus(const struct stats *st, const char *const *names, size
                           double uptime_s, const struct pool_counts *workers,
                           const struct stats_conns *conns)
 {
-    struct text t = {malloc(16384), 0, 16384, 4u << 20, 0};
+    /* The ceiling: a fixed part, and each named route's lines at their longest (every status,
+     * the two counters and the histograms; a line's label is cut at 255 bytes). */
+    size_t ceiling = 1u << 20;
+    for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
+        size_t label_max = names[r] ? 2 * strlen(names[r]) : 0;
+        if (names[r])
+            ceiling += (NSTATUS + 2 + STATS_HIST_COUNT * (STATS_METRIC_BOUNDS_MAX + 3)) *
+                       (128 + (label_max < 255 ? label_max : 255));
+    }
+    struct text t = {malloc(16384), 0, 16384, ceiling, 0};
     struct stats_totals tot;
     static const char *const hist_names[STATS_HIST_COUNT] = {"slowsrv_delay_intended_seconds",
                                                              "slowsrv_delay_overshoot_seconds",

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/strmap.h"
 #include "base/timer.h"
 #include "base/utf8.h"
 #include "control/scenario.h"
@@ -313,7 +314,8 @@ static int built_in(const struct control *c, const char *path)
 static void put_routes(struct control *c, const cJSON *body, const char *who,
                        struct control_answer *a)
 {
-    struct control_list l = {.n = 0};
+    struct control_list l = {0};
+    struct strmap seen; /* the paths so far, to find one given twice */
     char why[CORE_ERR_LEN], msg[CORE_ERR_LEN + 32];
     const cJSON *arr =
         cJSON_IsObject(body) ? cJSON_GetObjectItemCaseSensitive(body, "routes") : body;
@@ -321,35 +323,48 @@ static void put_routes(struct control *c, const cJSON *body, const char *who,
         control_error(a, 400, "body: must be an array of route objects (or {\"routes\": [...]})");
         return;
     }
-    if (cJSON_GetArraySize(arr) > CONFIG_ROUTES_MAX) {
-        snprintf(msg, sizeof msg, "routes: at most %d routes", CONFIG_ROUTES_MAX);
-        control_error(a, 400, msg);
+    int n = cJSON_GetArraySize(arr);
+    if (n > CONFIG_ROUTES_MAX) {
+        snprintf(msg, sizeof msg, "routes: %d routes, over the limit of %d; send fewer", n,
+                 CONFIG_ROUTES_MAX);
+        control_error(a, 413, msg);
+        return;
+    }
+    if (strmap_init(&seen, (size_t)n) != 0) {
+        control_error(a, 500, "out of memory");
         return;
     }
     size_t i = 0;
     for (const cJSON *o = arr->child; o; o = o->next, i++) {
-        if (read_route(o, &l.r[l.n], c->cfg->max_delay_us, why, sizeof why) != 0) {
+        struct config_route r;
+        int rc = read_route(o, &r, c->cfg->max_delay_us, why, sizeof why);
+        if (rc != 0) {
             snprintf(msg, sizeof msg, "routes[%zu].%s", i, why);
-            control_list_free(&l);
-            field_error(a, msg);
-            return;
-        }
-        l.n++;
-        if (built_in(c, l.r[l.n - 1].path)) {
+        } else if (strmap_put(&seen, r.path, strlen(r.path), i) == -EEXIST) {
+            snprintf(msg, sizeof msg, "routes[%zu].path: '%s' is given twice", i, r.path);
+            config_route_free(&r);
+            rc = -EINVAL;
+        } else if (built_in(c, r.path)) {
             snprintf(msg, sizeof msg, "routes[%zu].path: %s is built in and cannot be replaced", i,
-                     l.r[l.n - 1].path);
-            control_list_free(&l);
-            control_error(a, 409, msg);
-            return;
+                     r.path);
+            config_route_free(&r);
+            rc = -EPERM;
+        } else if ((rc = control_list_add(&l, &r)) != 0) {
+            config_route_free(&r);
         }
-        if (control_list_find(&l, l.r[l.n - 1].path) != (long)(l.n - 1)) {
-            snprintf(msg, sizeof msg, "routes[%zu].path: '%s' is given twice", i,
-                     l.r[l.n - 1].path);
+        if (rc != 0) {
+            strmap_cleanup(&seen);
             control_list_free(&l);
-            field_error(a, msg);
+            if (rc == -EINVAL)
+                field_error(a, msg);
+            else if (rc == -EPERM)
+                control_error(a, 409, msg);
+            else
+                control_error(a, 500, "out of memory");
             return;
         }
     }
+    strmap_cleanup(&seen);
     service_change_lock(c->svc);
     long long gen = control_publish(c, &l, who, "PUT /routes", NULL, service_live(c->svc));
     service_change_unlock(c->svc);
@@ -358,6 +373,15 @@ static void put_routes(struct control *c, const cJSON *body, const char *who,
         publish_failed(a, gen);
     else
         changed(a, c->svc, gen, NULL, 200);
+}
+
+/* POST /routes with CONFIG_ROUTES_MAX config routes already: 409. */
+static void table_full(struct control_answer *a)
+{
+    char msg[128];
+    snprintf(msg, sizeof msg, "path: the table holds %d routes, its limit; delete one first",
+             CONFIG_ROUTES_MAX);
+    control_error(a, 409, msg);
 }
 
 /* POST /routes: adds one route. */
@@ -377,11 +401,7 @@ static void add_route(struct control *c, const cJSON *body, const char *who,
     int rc = control_list_of(&l, t);
     if (rc == 0 && route_find(t, r.path) >= 0) {
         rc = -EEXIST;
-    } else if (rc == 0 && (l.n == ROUTE_MAX || t->count == ROUTE_MAX)) {
-        rc = -ENOSPC;
-    } else if (rc == 0) {
-        l.r[l.n++] = r;
-        memset(&r, 0, sizeof r);
+    } else if (rc == 0 && (rc = control_list_add(&l, &r)) == 0) {
         char line[300];
         snprintf(line, sizeof line, "POST /routes %s", l.r[l.n - 1].path);
         gen = control_publish(c, &l, who, line, l.r[l.n - 1].path, t);
@@ -394,7 +414,7 @@ static void add_route(struct control *c, const cJSON *body, const char *who,
     if (rc == -EEXIST)
         control_error(a, 409, "path: this route exists; PATCH /routes/PATH changes it");
     else if (rc == -ENOSPC)
-        control_error(a, 409, "path: the table is full");
+        table_full(a);
     else if (rc != 0)
         control_error(a, 500, "out of memory");
     else if (gen < 0)

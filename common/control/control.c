@@ -13,15 +13,47 @@ void control_list_free(struct control_list *l)
 {
     for (size_t i = 0; i < l->n; i++)
         config_route_free(&l->r[i]);
-    l->n = 0;
+    free(l->r);
+    l->r = NULL;
+    l->n = l->cap = 0;
+}
+
+/* Room for `want` routes in l. 0 or -ENOMEM. */
+static int reserve(struct control_list *l, size_t want)
+{
+    if (want <= l->cap)
+        return 0;
+    size_t cap = l->cap ? l->cap : 8;
+    while (cap < want)
+        cap *= 2;
+    struct config_route *r = realloc(l->r, cap * sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    l->r = r;
+    l->cap = cap;
+    return 0;
+}
+
+int control_list_add(struct control_list *l, struct config_route *r)
+{
+    if (l->n >= CONFIG_ROUTES_MAX)
+        return -ENOSPC;
+    if (reserve(l, l->n + 1) != 0)
+        return -ENOMEM;
+    l->r[l->n++] = *r;
+    memset(r, 0, sizeof *r);
+    return 0;
 }
 
 int control_list_of(struct control_list *l, const struct route_table *t)
 {
     const struct config_route *src = t->owned ? t->owned : t->cfg->routes;
     size_t n = t->owned ? t->nowned : t->cfg->nroutes;
-    l->n = 0;
-    for (size_t i = 0; i < n && i < ROUTE_MAX; i++) {
+    *l = (struct control_list){0};
+    /* One more than it holds: most changes add one route. */
+    if (reserve(l, n + 1) != 0)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
         if (config_route_copy(&l->r[i], &src[i]) != 0) {
             control_list_free(l);
             return -ENOMEM;
@@ -71,12 +103,14 @@ int control_list_edit(struct control_list *l, const struct route_table *t, const
     if (i >= 0) {
         config_route_free(&l->r[i]);
         l->r[i] = next;
-    } else if (l->n < ROUTE_MAX) {
-        l->r[l->n++] = next;
-    } else {
+    } else if ((rc = control_list_add(l, &next)) != 0) {
         config_route_free(&next);
-        snprintf(why, whylen, "path: at most %d routes", ROUTE_MAX);
-        return -EINVAL;
+        if (rc == -ENOSPC) {
+            snprintf(why, whylen, "path: the table holds %d routes, its limit; delete one first",
+                     CONFIG_ROUTES_MAX);
+            rc = -EINVAL;
+        }
+        return rc;
     }
     return 0;
 }

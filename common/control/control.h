@@ -28,18 +28,24 @@ struct control {
     struct scenario *scenario; /* the config's scenario, or NULL */
 };
 
-/* The routes a table was built from, as an editable list of config routes (deep copies). */
+/* The routes a table was built from, as an editable list of config routes (deep copies), at
+ * most CONFIG_ROUTES_MAX. {0} is an empty list. */
 struct control_list {
-    struct config_route r[ROUTE_MAX];
-    size_t n;
+    struct config_route *r; /* n of them, in room for cap */
+    size_t n, cap;
 };
 
 /* Fills *l with t's config routes (those of its config for the start table). 0 or -ENOMEM. */
 int control_list_of(struct control_list *l, const struct route_table *t);
 
+/* Moves *r to the end of l (r is zeroed: l owns its strings now). Returns 0; -ENOSPC if l holds
+ * CONFIG_ROUTES_MAX routes already; -ENOMEM. On failure *r is left as it was. */
+int control_list_add(struct control_list *l, struct config_route *r);
+
+/* Frees the routes and the list's room; l is an empty list after. */
 void control_list_free(struct control_list *l);
 
-/* Index of the route at `path` in l, or -1. */
+/* Index of the route at `path` in l, or -1. Linear: for one look-up per change. */
 long control_list_find(const struct control_list *l, const char *path);
 
 /* An edit of one route: returns 0, or -EINVAL with "<key>: <reason>" in why. */
@@ -48,7 +54,8 @@ typedef int (*control_edit_fn)(struct config_route *r, void *ctx, char *why, siz
 /* Edits the route at `path` in l (t is the table l came from: a built-in route of t that l does
  * not hold yet is described into l first), checking the result as the config file would.
  * Returns 0; -ENOENT for no such route; -EPERM for a route that cannot change (/write, /stats,
- * /metrics, /healthz); -EINVAL with why; -ENOMEM. l is unchanged on failure. */
+ * /metrics, /healthz); -EINVAL with why (also for a built-in route that would be one past
+ * CONFIG_ROUTES_MAX); -ENOMEM. l is unchanged on failure. */
 int control_list_edit(struct control_list *l, const struct route_table *t, const char *path,
                       control_edit_fn edit, void *ctx, uint64_t max_delay_us, char *why,
                       size_t whylen);

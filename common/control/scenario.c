@@ -368,7 +368,13 @@ int scenario_check(const struct config *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "%s: out of memory", file);
         return -ENOMEM;
     }
-    route_table_init(start, cfg);
+    if (route_table_init(start, cfg) != 0) {
+        free(start);
+        free(l);
+        free_phases(ph, n);
+        snprintf(err, errlen, "%s: out of memory", file);
+        return -ENOMEM;
+    }
     rc = control_list_of(l, start);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         rc = apply_phase(&ph[i], l, start, start, cfg->max_delay_us, why, sizeof why);

@@ -1,4 +1,5 @@
 #include "plan/config.h"
+#include "base/strmap.h"
 #include "base/cpus.h"
 #include "http/target.h"
 
@@ -910,7 +911,10 @@ static int load_routes(struct config *cfg, const char *path, const cJSON *arr, c
     }
     size_t n = (size_t)cJSON_GetArraySize(arr);
     if (n > CONFIG_ROUTES_MAX) {
-        snprintf(err, errlen, "%s: routes: at most %d routes", path, CONFIG_ROUTES_MAX);
+        snprintf(err, errlen,
+                 "%s: routes: %zu routes, over the limit of %d; remove some or run a second "
+                 "server",
+                 path, n, CONFIG_ROUTES_MAX);
         return -EINVAL;
     }
     free_routes(cfg);
@@ -920,22 +924,30 @@ static int load_routes(struct config *cfg, const char *path, const cJSON *arr, c
         return -ENOMEM;
     }
     cfg->nroutes = n;
+    /* The paths seen so far: a path given twice is found without comparing every pair. */
+    struct strmap seen;
+    if (strmap_init(&seen, n) != 0) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -ENOMEM;
+    }
+    int rc = 0;
     size_t i = 0;
-    for (const cJSON *o = arr->child; o; o = o->next, i++) {
+    for (const cJSON *o = arr->child; o && rc == 0; o = o->next, i++) {
         char why[CORE_ERR_LEN];
         if (parse_route(o, &cfg->routes[i], why, sizeof why) != 0) {
             snprintf(err, errlen, "%s: routes[%zu].%s", path, i, why);
-            return -EINVAL;
+            rc = -EINVAL;
+            break;
         }
-        for (size_t j = 0; j < i; j++) {
-            if (strcmp(cfg->routes[j].path, cfg->routes[i].path) == 0) {
-                snprintf(err, errlen, "%s: routes[%zu].path: '%s' is already routes[%zu]", path, i,
-                         cfg->routes[i].path, j);
-                return -EINVAL;
-            }
+        const char *p = cfg->routes[i].path;
+        if (strmap_put(&seen, p, strlen(p), i) == -EEXIST) {
+            snprintf(err, errlen, "%s: routes[%zu].path: '%s' is already routes[%ld]", path, i, p,
+                     strmap_get(&seen, p, strlen(p)));
+            rc = -EINVAL;
         }
     }
-    return 0;
+    strmap_cleanup(&seen);
+    return rc;
 }
 
 static void free_routes(struct config *cfg)

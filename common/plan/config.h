@@ -22,8 +22,8 @@
 #define CONFIG_PATH_LEN 4096
 #define CONFIG_TOKEN_LEN 512
 
-/* Largest config file read, in bytes. */
-#define CONFIG_FILE_MAX (1024 * 1024)
+/* Largest config file read, in bytes: room for CONFIG_ROUTES_MAX routes of a few keys each. */
+#define CONFIG_FILE_MAX (16 * 1024 * 1024)
 
 enum config_overflow {
     CONFIG_OVERFLOW_503 = 0, /* beyond --workers + --queue: answer 503 */
@@ -33,7 +33,8 @@ enum config_overflow {
 /* Most headers a configured route may add, and the longest body it may have. */
 #define CONFIG_ROUTE_HEADERS 8
 #define CONFIG_ROUTE_BODY_MAX (64 * 1024)
-#define CONFIG_ROUTES_MAX 48
+/* Most routes the config file (or the control API) gives, beside the built-in ones. */
+#define CONFIG_ROUTES_MAX 65536
 
 /* A fault injected instead of an answer, after the delay (?fault=, a route's "fault"). */
 enum config_fault {

@@ -53,11 +53,13 @@ static void set_timing(const struct route_table *t, struct route *r)
         format_timing(t, r->delayed, r->delayed ? r->delay.a_us : 0, r->timing, sizeof r->timing);
 }
 
+/* Adds a route at a path the table does not hold yet; the table was made with room for it. */
 static struct route *add(struct route_table *t, const char *path, const char *method,
                          enum route_kind kind, const char *body, const struct delay_spec *delay)
 {
     struct route *r = &t->routes[t->count];
     memset(r, 0, sizeof *r);
+    strmap_put(&t->index, path, strlen(path), t->count);
     r->path = path;
     r->method = method;
     r->kind = kind;
@@ -78,11 +80,9 @@ static struct route *add(struct route_table *t, const char *path, const char *me
 /* A config route replaces the built-in one of its path, or is added. */
 static void add_configured(struct route_table *t, const struct config_route *c)
 {
-    struct route *r = NULL;
-    for (size_t i = 0; i < t->count; i++)
-        if (strcmp(t->routes[i].path, c->path) == 0)
-            r = &t->routes[i];
-    if (!r && t->count == ROUTE_MAX)
+    long at = route_find(t, c->path);
+    struct route *r = at >= 0 ? &t->routes[at] : NULL;
+    if (!r && t->count == t->index.max)
         return;
     if (!r)
         r = add(t, c->path, NULL, ROUTE_STATIC, NULL, NULL);
@@ -126,7 +126,7 @@ static const char ui_csp[] = "default-src 'none'; script-src 'self'; style-src '
 static void add_ui(struct route_table *t, const char *path, const char *body, size_t len,
                    const char *content_type)
 {
-    if (route_find(t, path) >= 0 || t->count == ROUTE_MAX)
+    if (route_find(t, path) >= 0 || t->count == t->index.max)
         return;
     struct route *r = add(t, path, "GET", ROUTE_STATIC, body, NULL);
     r->counted = 0;
@@ -159,34 +159,52 @@ void route_table_set_csp(struct route_table *t, const char *csp)
         r->nheaders++;
 }
 
+static const char *const not_found_builtin[] = {"/test", "/write", "/echo", "/healthz"};
+#define NOT_FOUND_BUILTINS (sizeof not_found_builtin / sizeof not_found_builtin[0])
+
+static int is_not_found_builtin(const char *path)
+{
+    for (size_t i = 0; i < NOT_FOUND_BUILTINS; i++)
+        if (strcmp(path, not_found_builtin[i]) == 0)
+            return 1;
+    return 0;
+}
+
 /* The 404's advice: the config's routes first (what a user added), then the built-in ones a
- * client calls, as many as fit. */
+ * client calls, as many as fit, and how many more there are. */
 static void not_found_text(struct route_table *t, const struct config_route *routes, size_t n)
 {
-    static const char *const builtin[] = {"/test", "/write", "/echo", "/healthz"};
-    const char *names[ROUTE_MAX + 4];
-    size_t k = 0, len = 0, shown = 0;
-    for (size_t i = 0; i < n && k < ROUTE_MAX; i++)
-        if (strcmp(routes[i].path, "/test") && strcmp(routes[i].path, "/echo") &&
-            strcmp(routes[i].path, "/write") && strcmp(routes[i].path, "/healthz"))
-            names[k++] = routes[i].path;
-    for (size_t i = 0; i < 4; i++)
-        names[k++] = builtin[i];
+    size_t k = NOT_FOUND_BUILTINS, len, shown = 0, next = 0, b = 0;
+    for (size_t i = 0; i < n; i++)
+        k += !is_not_found_builtin(routes[i].path);
     len = (size_t)snprintf(t->not_found, sizeof t->not_found, "no such route; try ");
     for (; shown < k; shown++) {
+        while (next < n && is_not_found_builtin(routes[next].path))
+            next++;
+        const char *name = next < n ? routes[next].path : not_found_builtin[b];
         const char *sep = shown == 0 ? "" : shown + 1 == k ? " or " : ", ";
-        if (len + strlen(sep) + strlen(names[shown]) + 16 >= sizeof t->not_found)
+        if (len + strlen(sep) + strlen(name) + 16 >= sizeof t->not_found)
             break;
-        len += (size_t)snprintf(t->not_found + len, sizeof t->not_found - len, "%s%s", sep,
-                                names[shown]);
+        len += (size_t)snprintf(t->not_found + len, sizeof t->not_found - len, "%s%s", sep, name);
+        if (next < n)
+            next++;
+        else
+            b++;
     }
     if (shown < k)
         snprintf(t->not_found + len, sizeof t->not_found - len, " (%zu more)", k - shown);
 }
 
-static void init_with(struct route_table *t, const struct config *cfg,
-                      const struct config_route *routes, size_t n, uint64_t generation)
+static int init_with(struct route_table *t, const struct config *cfg,
+                     const struct config_route *routes, size_t n, uint64_t generation)
 {
+    size_t cap = n + ROUTE_BUILTINS;
+    t->routes = calloc(cap, sizeof *t->routes);
+    t->own_seq = calloc(cap + 1, sizeof *t->own_seq);
+    if (!t->routes || !t->own_seq || strmap_init(&t->index, cap) != 0) {
+        route_table_cleanup(t);
+        return -ENOMEM;
+    }
     t->count = 0;
     t->cfg = cfg;
     t->generation = generation;
@@ -200,11 +218,9 @@ static void init_with(struct route_table *t, const struct config *cfg,
     t->max_headers = cfg->max_header_size;
     t->error_rate = cfg->error_rate;
     t->error_status = cfg->error_status;
-    for (size_t i = 0; i <= ROUTE_MAX; i++)
+    for (size_t i = 0; i <= cap; i++)
         atomic_init(&t->own_seq[i], 0);
     t->seq = t->own_seq;
-    atomic_init(&t->own_filler.bytes, NULL);
-    t->own_filler.span = 0;
     t->filler = &t->own_filler;
     add(t, "/test", "GET", ROUTE_STATIC, "ok", &cfg->delay);
     add(t, "/write", "POST", ROUTE_UPLOAD, NULL, NULL);
@@ -236,19 +252,34 @@ static void init_with(struct route_table *t, const struct config *cfg,
                                              r->own_error ? "injected by the route's error-rate"
                                                           : "injected by --error-rate");
     }
+    return 0;
 }
 
-void route_table_init(struct route_table *t, const struct config *cfg)
+/* Empty, so that route_table_cleanup may run on it at any step of its making. */
+static void init_empty(struct route_table *t)
 {
+    t->routes = NULL;
+    t->count = 0;
+    t->index = (struct strmap){0};
+    t->own_seq = NULL;
     t->owned = NULL;
     t->nowned = 0;
-    init_with(t, cfg, cfg->routes, cfg->nroutes, 1);
+    atomic_init(&t->own_filler.bytes, NULL);
+    t->own_filler.span = 0;
+}
+
+int route_table_init(struct route_table *t, const struct config *cfg)
+{
+    init_empty(t);
+    return init_with(t, cfg, cfg->routes, cfg->nroutes, 1);
 }
 
 int route_table_init_routes(struct route_table *t, const struct config *cfg,
                             const struct config_route *routes, size_t n, uint64_t generation)
 {
-    t->nowned = 0;
+    init_empty(t);
+    if (n > CONFIG_ROUTES_MAX)
+        return -ENOSPC;
     t->owned = calloc(n ? n : 1, sizeof *t->owned);
     if (!t->owned)
         return -ENOMEM;
@@ -259,8 +290,7 @@ int route_table_init_routes(struct route_table *t, const struct config *cfg,
         }
         t->nowned++;
     }
-    init_with(t, cfg, t->owned, n, generation);
-    return 0;
+    return init_with(t, cfg, t->owned, n, generation);
 }
 
 void route_describe(const struct route *r, struct config_route *out)
@@ -296,10 +326,7 @@ int route_editable(const struct route *r)
 
 long route_find(const struct route_table *t, const char *path)
 {
-    for (size_t i = 0; i < t->count; i++)
-        if (strcmp(t->routes[i].path, path) == 0)
-            return (long)i;
-    return -1;
+    return strmap_get(&t->index, path, strlen(path));
 }
 
 void route_table_cleanup(struct route_table *t)
@@ -314,6 +341,12 @@ void route_table_cleanup(struct route_table *t)
     free(t->owned);
     t->owned = NULL;
     t->nowned = 0;
+    free(t->routes);
+    t->routes = NULL;
+    t->count = 0;
+    free(t->own_seq);
+    t->own_seq = NULL;
+    strmap_cleanup(&t->index);
 }
 
 size_t route_stats_count(const struct route_table *t)
@@ -700,14 +733,8 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
         path_len = target_path_resolve(path, path_len, resolved);
         path = resolved;
     }
-    const struct route *r = NULL;
-    for (size_t i = 0; i < t->count; i++) {
-        if (strlen(t->routes[i].path) == path_len &&
-            memcmp(t->routes[i].path, path, path_len) == 0) {
-            r = &t->routes[i];
-            break;
-        }
-    }
+    long at = strmap_get(&t->index, path, path_len);
+    const struct route *r = at >= 0 ? &t->routes[at] : NULL;
     if (!r) {
         route_plan_error(out, 404, t->not_found);
         return;

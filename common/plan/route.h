@@ -5,7 +5,9 @@
  *
  * The table is built once from the config (the built-in routes, replaced or extended by the
  * config file's "routes") and then only read, except for per-route counters (atomic) that number
- * the random draws, and a filler buffer for ?size= made on first use; any thread may plan.
+ * the random draws, and a filler buffer for ?size= made on first use; any thread may plan. Its
+ * routes are an array sized to them, found by path through a hash table (strmap.h): a lookup
+ * takes the same time with 10 routes or ROUTE_MAX.
  *
  * Per-request overrides, unless --no-overrides: query delay=, status=, size=, drip=, fault= and
  * the headers X-Slowsrv-Delay, X-Slowsrv-Status, X-Slowsrv-Drip, X-Slowsrv-Fault (the query
@@ -26,8 +28,12 @@
 #include "http/head.h"
 #include "http/target.h"
 #include "base/stats.h"
+#include "base/strmap.h"
 
-#define ROUTE_MAX 64
+/* The built-in routes (/test, /write, /, /echo, /healthz, /stats, /metrics and the /ui page's
+ * three files), and the most routes a table holds: every config route beside them. */
+#define ROUTE_BUILTINS 10
+#define ROUTE_MAX (CONFIG_ROUTES_MAX + ROUTE_BUILTINS)
 #define ROUTE_TIMING_LEN 72
 
 enum route_kind {
@@ -72,8 +78,9 @@ struct route_filler {
 };
 
 struct route_table {
-    struct route routes[ROUTE_MAX];
+    struct route *routes; /* count of them, in room for as many as it was built for */
     size_t count;
+    struct strmap index;        /* path -> index in routes */
     const struct config *cfg;   /* what it was built from (the built-in routes, the limits) */
     uint64_t generation;        /* 1 for the table of the start; each change makes the next */
     int live;                   /* the table can change (--control, a scenario): every answer
@@ -95,7 +102,7 @@ struct route_table {
     _Atomic uint64_t *seq;       /* requests planned per slot: the draw index (own_seq unless
                                     the service shares one array between generations) */
     struct route_filler *filler; /* &own_filler unless shared */
-    _Atomic uint64_t own_seq[ROUTE_MAX + 1];
+    _Atomic uint64_t *own_seq;   /* one per route and one for ROUTE_STATS_OTHER */
     struct route_filler own_filler;
 };
 
@@ -169,13 +176,15 @@ struct route_request {
 };
 
 /* Fills *t with the built-in routes (GET /test, POST /write, any method / and /echo,
- * GET /healthz, GET /stats, GET /metrics) as configured by cfg, then cfg's "routes", which replace
- * a built-in route of the same path or are added. cfg must outlive the table. */
-void route_table_init(struct route_table *t, const struct config *cfg);
+ * GET /healthz, GET /stats, GET /metrics) as configured by cfg, then cfg's "routes" (at most
+ * CONFIG_ROUTES_MAX, with distinct paths: config_load checks both), which replace a built-in
+ * route of the same path or are added. cfg must outlive the table. Returns 0, or -ENOMEM with
+ * nothing to free; route_table_cleanup frees a table made. */
+int route_table_init(struct route_table *t, const struct config *cfg);
 
-/* Fills *t as route_table_init does, but with `routes` (n of them, deep-copied: t owns its
- * copies) in place of cfg's "routes", as generation `generation`. Returns 0, or -ENOMEM with
- * nothing to free. */
+/* Fills *t as route_table_init does, but with `routes` (n of them, at most CONFIG_ROUTES_MAX,
+ * deep-copied: t owns its copies) in place of cfg's "routes", as generation `generation`.
+ * Returns 0, -ENOSPC for more than CONFIG_ROUTES_MAX, or -ENOMEM, with nothing to free. */
 int route_table_init_routes(struct route_table *t, const struct config *cfg,
                             const struct config_route *routes, size_t n, uint64_t generation);
 
@@ -190,14 +199,14 @@ void route_describe(const struct route *r, struct config_route *out);
  * /healthz). */
 int route_editable(const struct route *r);
 
-/* Index of the route whose path is `path` in t, or -1. */
+/* Index of the route whose path is `path` in t, or -1. Constant time (a hash lookup). */
 long route_find(const struct route_table *t, const char *path);
 
 /* Fills *out with an error answer: status, the JSON body {"error": msg, "status": status}, no
  * delay, nothing shaped. */
 void route_plan_error(struct plan *out, unsigned status, const char *msg);
 
-/* Frees what the table made on demand. */
+/* Frees what the table holds: its routes, its index, what it made on demand. */
 void route_table_cleanup(struct route_table *t);
 
 /* Number of stats ids the table needs: one per route plus ROUTE_STATS_OTHER. */

@@ -70,18 +70,21 @@ char *report_text(const struct service *cs, enum plan_action what)
     uint64_t at_limit_us = atomic_load(&s->limit_us) + (since && now > since ? now - since : 0);
     struct stats_conns c = {atomic_load(&s->connections), s->max_connections,
                             atomic_load(&s->limit_reached), (double)at_limit_us / 1e6};
-    const char *names[SERVICE_SLOTS];
-    size_t nnames = s->live_enabled ? SERVICE_SLOTS : t->other_slot + 1;
+    /* The names by slot: a live table's routes may hold any of the service's slots. */
+    size_t nnames = s->nslots;
+    const char **names = calloc(nnames, sizeof *names);
     struct pool_counts pc = {0, 0, 0, 0}, one;
     int pools = 0;
-    for (size_t i = 0; i < SERVICE_SLOTS; i++)
-        names[i] = NULL;
+    if (!names) {
+        service_table_release(s, t, s->nshards);
+        return NULL;
+    }
     for (size_t i = 0; i < t->count; i++)
         names[t->routes[i].slot] = t->routes[i].path;
     names[t->other_slot] = "other";
     /* The global pool and the routes' own pools, added up. */
-    for (size_t i = 0; i <= SERVICE_SLOTS; i++) {
-        struct pool *p = i < SERVICE_SLOTS ? s->route_pools[i] : s->pool;
+    for (size_t i = 0; i <= s->nslots; i++) {
+        struct pool *p = i < s->nslots ? s->route_pools[i] : s->pool;
         if (!p)
             continue;
         pool_counts_get(p, &one);
@@ -123,6 +126,7 @@ char *report_text(const struct service *cs, enum plan_action what)
         out = stats_to_json_with(s->stats, names, nnames, uptime, pools ? &pc : NULL, &c, add_live,
                                  &rc);
     }
+    free(names);
     service_table_release(s, t, s->nshards);
     return out;
 }

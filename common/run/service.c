@@ -54,11 +54,13 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
     s->users = NULL;
     for (size_t i = 0; i < SERVICE_GENERATIONS; i++)
         s->tables[i] = NULL;
-    for (size_t i = 0; i < SERVICE_SLOTS; i++) {
-        s->slot_path[i] = NULL;
-        s->slot_refs[i] = 0;
-        atomic_init(&s->seq[i], 0);
-    }
+    s->nslots = 0;
+    s->route_pools = NULL;
+    s->slot_path = NULL;
+    s->slot_refs = NULL;
+    s->seq = NULL;
+    s->slot_index = (struct strmap){0};
+    s->slot_hint = 0;
     pthread_mutex_init(&s->change_lock, NULL);
     s->access = access;
     s->overflow_reset = cfg->overflow == CONFIG_OVERFLOW_RESET;
@@ -69,13 +71,28 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
     atomic_init(&s->limit_us, 0);
     atomic_init(&s->limit_since, 0);
     atomic_init(&s->stopping, 0);
-    route_table_init(&s->routes, cfg);
+    if (route_table_init(&s->routes, cfg) != 0) {
+        pthread_mutex_destroy(&s->change_lock);
+        return -ENOMEM;
+    }
     service_set_endpoints(s, 0, NULL, 0);
     s->routes.holder = 0;
     s->tables[0] = &s->routes;
-    for (size_t i = 0; i < SERVICE_SLOTS; i++)
-        s->route_pools[i] = NULL;
-    if (s->live_enabled) {
+    /* Zeroed by calloc: these are large, and a page of them costs memory once a slot on it is
+     * used. */
+    s->nslots = s->live_enabled ? SERVICE_SLOTS : route_stats_count(&s->routes);
+    s->route_pools = calloc(s->nslots, sizeof *s->route_pools);
+    if (!s->route_pools)
+        rc = -ENOMEM;
+    if (rc == 0 && s->live_enabled) {
+        s->slot_path = calloc(s->nslots, sizeof *s->slot_path);
+        s->slot_refs = calloc(s->nslots, sizeof *s->slot_refs);
+        s->seq = calloc(s->nslots, sizeof *s->seq);
+        if (!s->slot_path || !s->slot_refs || !s->seq ||
+            strmap_init(&s->slot_index, 2 * route_stats_count(&s->routes)) != 0)
+            rc = -ENOMEM;
+    }
+    if (rc == 0 && s->live_enabled) {
         size_t n = (s->nshards + 1) * SERVICE_GENERATIONS;
         s->users = aligned_alloc(64, (n * sizeof *s->users + 63) / 64 * 64);
         if (!s->users)
@@ -87,12 +104,14 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
         for (size_t i = 0; rc == 0 && i < s->routes.count; i++) {
             s->slot_path[i] = strdup(s->routes.routes[i].path);
             s->slot_refs[i] = 1;
-            if (!s->slot_path[i])
+            if (!s->slot_path[i] ||
+                strmap_put(&s->slot_index, s->slot_path[i], strlen(s->slot_path[i]), i) != 0)
                 rc = -ENOMEM;
         }
         s->slot_refs[s->routes.other_slot] = 1; /* "other" is never given to a path */
+        s->slot_hint = s->routes.other_slot + 1;
     }
-    if (cfg->workers)
+    if (rc == 0 && cfg->workers)
         s->pool = new_pool(cfg->workers, cfg->queue, &rc);
     /* A route with "workers" has a pool of its own instead of the global one. */
     for (size_t i = 0; rc == 0 && i < s->routes.count; i++)
@@ -101,8 +120,7 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
                 new_pool(s->routes.routes[i].workers, s->routes.routes[i].queue, &rc);
     s->started_us = timer_now_us();
     if (rc == 0)
-        s->stats =
-            stats_new(nshards, s->live_enabled ? SERVICE_SLOTS : route_stats_count(&s->routes));
+        s->stats = stats_new(nshards, s->nslots);
     if (!s->stats) {
         service_cleanup(s);
         return -ENOMEM;
@@ -122,14 +140,21 @@ void service_cleanup(struct service *s)
     route_table_cleanup(&s->routes);
     free(s->users);
     s->users = NULL;
-    for (size_t i = 0; i < SERVICE_SLOTS; i++) {
+    strmap_cleanup(&s->slot_index);
+    for (size_t i = 0; s->slot_path && i < s->nslots; i++)
         free(s->slot_path[i]);
-        s->slot_path[i] = NULL;
-    }
+    free(s->slot_path);
+    s->slot_path = NULL;
+    free(s->slot_refs);
+    s->slot_refs = NULL;
+    free(s->seq);
+    s->seq = NULL;
     pthread_mutex_destroy(&s->change_lock);
     free_pool(&s->pool);
-    for (size_t i = 0; i < SERVICE_SLOTS; i++)
+    for (size_t i = 0; s->route_pools && i < s->nslots; i++)
         free_pool(&s->route_pools[i]);
+    free(s->route_pools);
+    s->route_pools = NULL;
     stats_free(s->stats);
     s->stats = NULL;
 }
@@ -146,7 +171,7 @@ void service_flush(struct service *s)
 {
     if (s->pool)
         pool_flush(s->pool);
-    for (size_t i = 0; i < SERVICE_SLOTS; i++)
+    for (size_t i = 0; i < s->nslots; i++)
         if (s->route_pools[i])
             pool_flush(s->route_pools[i]);
 }
@@ -203,9 +228,13 @@ static int table_in_use(struct service *s, unsigned h)
 
 static void slot_unref(struct service *s, size_t slot)
 {
-    if (slot < SERVICE_SLOTS && s->slot_refs[slot] && --s->slot_refs[slot] == 0) {
+    if (slot < s->nslots && s->slot_refs[slot] && --s->slot_refs[slot] == 0) {
+        if (s->slot_path[slot])
+            strmap_del(&s->slot_index, s->slot_path[slot], strlen(s->slot_path[slot]));
         free(s->slot_path[slot]);
         s->slot_path[slot] = NULL;
+        if (slot < s->slot_hint)
+            s->slot_hint = slot;
     }
 }
 
@@ -227,24 +256,42 @@ void service_reclaim(struct service *s)
     }
 }
 
-/* The slot of `path`: the one it holds, else a free one (its counters zeroed). */
+/* Room in the slot index for one more path: a map twice as large when it is full. 0 or
+ * -ENOMEM. */
+static int slot_index_room(struct service *s)
+{
+    if (s->slot_index.count < s->slot_index.max)
+        return 0;
+    struct strmap bigger;
+    if (strmap_init(&bigger, 2 * s->slot_index.max) != 0)
+        return -ENOMEM;
+    for (size_t i = 0; i < s->nslots; i++)
+        if (s->slot_path[i])
+            strmap_put(&bigger, s->slot_path[i], strlen(s->slot_path[i]), i);
+    strmap_cleanup(&s->slot_index);
+    s->slot_index = bigger;
+    return 0;
+}
+
+/* The slot of `path`: the one it holds, else the lowest free one (its counters zeroed). */
 static long slot_for(struct service *s, const char *path)
 {
-    long free_slot = -1;
-    for (size_t i = 0; i < SERVICE_SLOTS; i++) {
-        if (s->slot_path[i] && strcmp(s->slot_path[i], path) == 0)
-            return (long)i;
-        if (!s->slot_refs[i] && free_slot < 0)
-            free_slot = (long)i;
-    }
-    if (free_slot < 0)
+    long held = strmap_get(&s->slot_index, path, strlen(path));
+    if (held >= 0)
+        return held;
+    size_t i = s->slot_hint;
+    while (i < s->nslots && s->slot_refs[i])
+        i++;
+    if (i == s->nslots || slot_index_room(s) != 0)
         return -1;
-    s->slot_path[free_slot] = strdup(path);
-    if (!s->slot_path[free_slot])
+    s->slot_path[i] = strdup(path);
+    if (!s->slot_path[i])
         return -1;
-    stats_route_zero(s->stats, (size_t)free_slot);
-    atomic_store(&s->seq[free_slot], 0);
-    return free_slot;
+    strmap_put(&s->slot_index, s->slot_path[i], strlen(s->slot_path[i]), i);
+    s->slot_hint = i + 1;
+    stats_route_zero(s->stats, i);
+    atomic_store(&s->seq[i], 0);
+    return (long)i;
 }
 
 long long service_publish(struct service *s, const struct config_route *routes, size_t n)
@@ -271,7 +318,7 @@ long long service_publish(struct service *s, const struct config_route *routes, 
     t->filler = &s->routes.own_filler;
     t->other_slot = s->routes.other_slot;
     int rc = 0;
-    size_t refs[ROUTE_MAX], nrefs = 0;
+    size_t nrefs = 0; /* routes of t counted in slot_refs, from the first */
     for (size_t i = 0; i < t->count && rc == 0; i++) {
         struct route *r = &t->routes[i];
         long slot = slot_for(s, r->path);
@@ -280,7 +327,7 @@ long long service_publish(struct service *s, const struct config_route *routes, 
             break;
         }
         s->slot_refs[slot]++;
-        refs[nrefs++] = (size_t)slot;
+        nrefs++;
         r->slot = (size_t)slot;
         if (r->workers && s->route_pools[slot])
             pool_resize(s->route_pools[slot], r->workers, r->queue);
@@ -289,7 +336,7 @@ long long service_publish(struct service *s, const struct config_route *routes, 
     }
     if (rc != 0) {
         for (size_t i = 0; i < nrefs; i++)
-            slot_unref(s, refs[i]);
+            slot_unref(s, t->routes[i].slot);
         route_table_cleanup(t);
         free(t);
         return rc;

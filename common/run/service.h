@@ -19,16 +19,19 @@
 #include "plan/route.h"
 #include "base/stats.h"
 
-/* Stats ids (slots) a service keeps: a route keeps its slot by path while any table uses it, so
- * room for the routes of the live table and of the retired ones still answering. */
+/* Stats ids (slots) a service with a live table keeps: a route keeps its slot by path while any
+ * table uses it, so room for the routes of the live table and of the retired ones still
+ * answering. Without one, the start table's stats ids alone. The arrays by slot are allocated
+ * whole but cost memory only where a slot is used. */
 #define SERVICE_SLOTS (2 * ROUTE_MAX + 1)
 
 /* Generations of the route table that may be alive at once: the live one and those retired
  * with requests still in flight. */
 #define SERVICE_GENERATIONS 1024
 
-/* Largest request body the control API reads; control_handle answers 413 beyond it. */
-#define CONTROL_BODY_MAX (1024 * 1024)
+/* Largest request body the control API reads; control_handle answers 413 beyond it. Room for
+ * a PUT /routes of CONFIG_ROUTES_MAX routes of a few keys each. */
+#define CONTROL_BODY_MAX (16 * 1024 * 1024)
 
 /* A request on the control listener, as the core read it (the control API, control/api.h,
  * answers it; its types are here so that the exchange can carry them). */
@@ -77,9 +80,10 @@ struct service;
 typedef char *(*service_report_fn)(const struct service *s, enum plan_action what);
 
 struct service {
-    struct route_table routes;               /* the table of the start (generation 1) */
-    struct pool *pool;                       /* --workers, or NULL when unbounded */
-    struct pool *route_pools[SERVICE_SLOTS]; /* a route's own pool ("workers"), by slot */
+    struct route_table routes; /* the table of the start (generation 1) */
+    struct pool *pool;         /* --workers, or NULL when unbounded */
+    size_t nslots;             /* SERVICE_SLOTS when live, else the start table's */
+    struct pool **route_pools; /* a route's own pool ("workers"), by slot */
     /* The live table (--control, a scenario): tables[live] is the one new requests plan by.
      * A request counts itself in users[shard][its table] while it lives (on its loop's own
      * cache lines); a retired table is freed once no shard counts it. */
@@ -88,11 +92,13 @@ struct service {
     struct route_table *tables[SERVICE_GENERATIONS];
     _Atomic long *users; /* (nshards + 1) rows of SERVICE_GENERATIONS; the last for reports */
     size_t nshards;
-    pthread_mutex_t change_lock;         /* serialises changes (never on the request path) */
-    char *slot_path[SERVICE_SLOTS];      /* the path holding each slot, or NULL */
-    unsigned slot_refs[SERVICE_SLOTS];   /* tables using each slot */
-    _Atomic uint64_t seq[SERVICE_SLOTS]; /* draw indexes, shared by the generations */
-    _Atomic uint64_t changes;            /* changes made (control API, scenario) */
+    pthread_mutex_t change_lock; /* serialises changes (never on the request path) */
+    char **slot_path;            /* the path holding each slot, or NULL (live only) */
+    unsigned *slot_refs;         /* tables using each slot (live only) */
+    _Atomic uint64_t *seq;       /* draw indexes, shared by the generations (live only) */
+    struct strmap slot_index;    /* path -> slot, for every slot_path (live only) */
+    size_t slot_hint;            /* no free slot below it */
+    _Atomic uint64_t changes;    /* changes made (control API, scenario) */
     const struct config *cfg;
     struct scenario *scenario; /* the config's scenario (scenario.h), for the reports; or NULL */
     service_report_fn report;  /* report_text (report.h), set by the program; NULL: no reports */

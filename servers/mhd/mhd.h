@@ -97,7 +97,10 @@ struct mhd_loop {
      * loop's thread sweeps and drains, waiting on `wake`. */
     pthread_mutex_t lock;
     pthread_cond_t wake;
-    struct MHD_Response *cache[ROUTE_MAX];
+    /* The start table's route answers, by route, each built at its first use here (NULL until
+     * then, or for a route with no fixed answer). */
+    _Atomic(struct MHD_Response *) *cache;
+    size_t ncache;
     pthread_t accept_thread; /* poll, thread-per-connection: accepts until the stop */
     int accept_started;
 };
@@ -171,9 +174,11 @@ enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const cha
 void *mhd_on_uri(void *cls, const char *uri, struct MHD_Connection *conn);
 void mhd_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                       enum MHD_RequestTerminationCode toe);
-/* Builds the default answer of every route once per loop; the hot path then only queues it. */
-int mhd_build_cache(struct app_server *srv, struct MHD_Response **cache);
-void mhd_free_cache(struct MHD_Response **cache, size_t n);
+/* Makes the loop's room for the default answer of every route of the start table, each built at
+ * its first use and then only queued (a table of thousands of routes costs a pointer a route
+ * until they are requested). 0 or -ENOMEM. */
+int mhd_build_cache(struct app_server *srv, struct mhd_loop *loop);
+void mhd_free_cache(struct mhd_loop *loop);
 
 /* conns.c */
 void mhd_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,

@@ -33,24 +33,42 @@ static struct MHD_Response *build_response(const struct answer *a)
     return resp;
 }
 
-int mhd_build_cache(struct app_server *srv, struct MHD_Response **cache)
+int mhd_build_cache(struct app_server *srv, struct mhd_loop *loop)
 {
-    for (size_t i = 0; i < srv->svc->routes.count; i++) {
-        struct answer a;
-        cache[i] = NULL;
-        if (exchange_cached_answer(srv->svc, i, &a) == 0 && !(cache[i] = build_response(&a)))
-            return -ENOMEM;
-    }
-    return 0;
+    loop->ncache = srv->svc->routes.count;
+    loop->cache = calloc(loop->ncache, sizeof *loop->cache);
+    return loop->cache ? 0 : -ENOMEM;
 }
 
-void mhd_free_cache(struct MHD_Response **cache, size_t n)
+void mhd_free_cache(struct mhd_loop *loop)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (cache[i])
-            MHD_destroy_response(cache[i]);
-        cache[i] = NULL;
+    for (size_t i = 0; loop->cache && i < loop->ncache; i++) {
+        struct MHD_Response *r = atomic_load(&loop->cache[i]);
+        if (r)
+            MHD_destroy_response(r);
     }
+    free(loop->cache);
+    loop->cache = NULL;
+    loop->ncache = 0;
+}
+
+/* Route i's prebuilt answer on this loop, built now if it is the first; NULL if it cannot be
+ * built (the caller builds one for the request). The loop's threads may race to build it
+ * (thread-per-connection): one keeps its own, the others free theirs. */
+static struct MHD_Response *cached(struct app_server *srv, struct mhd_loop *loop, size_t i)
+{
+    if (i >= loop->ncache)
+        return NULL;
+    struct MHD_Response *r = atomic_load_explicit(&loop->cache[i], memory_order_acquire);
+    struct answer a;
+    if (r || exchange_cached_answer(srv->svc, i, &a) != 0 || !(r = build_response(&a)))
+        return r;
+    struct MHD_Response *none = NULL;
+    if (atomic_compare_exchange_strong_explicit(&loop->cache[i], &none, r, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return r;
+    MHD_destroy_response(r);
+    return none;
 }
 
 /* --overflow reset and ?fault=reset: the client sees a reset, not an answer (libmicrohttpd would
@@ -99,7 +117,8 @@ static enum MHD_Result respond(struct request *rq)
 {
     struct answer a;
     exchange_answer_of(rq->x, &a);
-    struct MHD_Response *resp = a.cached >= 0 ? rq->shard->loop->cache[a.cached] : NULL;
+    struct mhd_loop *loop = rq->shard->loop;
+    struct MHD_Response *resp = a.cached >= 0 ? cached(loop->srv, loop, (size_t)a.cached) : NULL;
     int fresh = resp == NULL;
     if (a.paced) {
         resp = MHD_create_response_from_callback(a.body_len, 16 * 1024, read_paced, rq, NULL);

@@ -141,7 +141,7 @@ static int mhd_server_start(struct app_server *srv, struct app_base *base, char 
             atomic_init(&loop->shards[k].due, 0);
             atomic_init(&loop->shards[k].conns, 0);
         }
-        if (rc == 0 && (!loop->shards || mhd_build_cache(srv, loop->cache) != 0))
+        if (rc == 0 && (!loop->shards || mhd_build_cache(srv, loop) != 0))
             rc = -ENOMEM;
         if (rc == 0)
             rc = srv->backend->open(loop, err);
@@ -191,8 +191,7 @@ static void mhd_server_free(struct app_server *srv)
         net_close(&loop->control_fd);
         net_close(&loop->ep_fd);
         free(loop->shards);
-        if (srv->svc)
-            mhd_free_cache(loop->cache, srv->svc->routes.count);
+        mhd_free_cache(loop);
         if (loop->ready)
             loop_cleanup(&loop->core);
         if (loop->srv) {

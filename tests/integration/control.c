@@ -108,9 +108,9 @@ static void control_api_answers_alike(const struct itest_env *env)
         CHECK(parsed != NULL);
         cJSON_Delete(parsed);
     }
-    /* A body over 1 MiB: 413 on both (the core's JSON one on slowsrv, libh2o's own from the
+    /* A body over 16 MiB: 413 on both (the core's JSON one on slowsrv, libh2o's own from the
      * Content-Length on slowsrv-h2o). */
-    size_t big = 1536 * 1024;
+    size_t big = 17 * 1024 * 1024;
     char *huge = malloc(big + 1);
     memset(huge, ' ', big);
     huge[0] = '{';
@@ -202,7 +202,7 @@ static void control_port_outlasts_trickling_clients(const struct itest_env *env)
     }
     CHECK_INT(all, 1);
     /* No token: 401 from the head; the body announced is never sent, the answer comes anyway
-     * (libh2o answers its own 413 first for a body over the API's 1 MiB). */
+     * (libh2o answers its own 413 first for a body over the API's 16 MiB). */
     int fd = raw_connect(cp);
     static const char big[] = "PUT /routes HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                               "application/json\r\nContent-Length: 104857600\r\n\r\n[";
@@ -212,7 +212,7 @@ static void control_port_outlasts_trickling_clients(const struct itest_env *env)
     CHECK(strncmp(buf, itest_has(env, ENGINE_JSON_413) ? "HTTP/1.1 401 " : "HTTP/1.1 413 ", 13) ==
           0);
     close(fd);
-    /* A body within 1 MiB, not sent yet: slowsrv answers 401 from the head; libh2o reads a body
+    /* A body within 16 MiB, not sent yet: slowsrv answers 401 from the head; libh2o reads a body
      * whole before any handler, so slowsrv-h2o answers once the body is in. */
     static char small[1100];
     fd = raw_connect(cp);
@@ -851,6 +851,185 @@ static void reason_phrases_are_the_registrys(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
+/* A JSON array of n routes "/<dir>/00000"... answering status 200 + i % 3 and "<word> i". The
+ * caller frees it. */
+static char *many_routes(size_t n, const char *dir, const char *word)
+{
+    size_t cap = 64 + n * 80, len = 0;
+    char *text = malloc(cap);
+    if (!text)
+        return NULL;
+    text[len++] = '[';
+    for (size_t i = 0; i < n; i++)
+        len +=
+            (size_t)snprintf(text + len, cap - len,
+                             "%s{\"path\": \"/%s/%05zu\", \"status\": %zu, \"body\": \"%s %zu\"}",
+                             i ? ", " : "", dir, i, 200 + i % 3, word, i);
+    snprintf(text + len, cap - len, "]");
+    return text;
+}
+
+struct big_body {
+    char *buf;
+    size_t len, cap;
+};
+
+static size_t on_big_body(char *p, size_t size, size_t n, void *arg)
+{
+    struct big_body *b = arg;
+    if (b->len + size * n + 1 > b->cap) {
+        /* Doubled: /metrics of 10 000 routes is 45 MB, in pieces of 16 KiB. */
+        size_t cap = b->cap ? b->cap : 65536;
+        while (cap < b->len + size * n + 1)
+            cap *= 2;
+        char *grown = realloc(b->buf, cap);
+        if (!grown)
+            return 0;
+        b->buf = grown;
+        b->cap = cap;
+    }
+    memcpy(b->buf + b->len, p, size * n);
+    b->len += size * n;
+    b->buf[b->len] = '\0';
+    return size * n;
+}
+
+/* GET path whole, however long (the harness's reply keeps 64 KiB): the body, malloc'd, or NULL
+ * if the transfer failed or the status was not 200. */
+static char *get_whole(unsigned port, const char *path)
+{
+    char url[256];
+    struct big_body b = {NULL, 0, 0};
+    long status = 0;
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, path);
+    CURL *c = curl_easy_init();
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_big_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+    CURLcode rc = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(c);
+    if (rc != CURLE_OK || status != 200) {
+        free(b.buf);
+        return NULL;
+    }
+    return b.buf;
+}
+
+/* Each route's answer: `want` as body and 200 + i % 3 as status, for i in idx. */
+static void expect_routes(unsigned port, const char *dir, const char *word, const size_t *idx,
+                          size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        static struct reply r;
+        char path[64], want[64];
+        snprintf(path, sizeof path, "/%s/%05zu", dir, idx[k]);
+        snprintf(want, sizeof want, "%s %zu", word, idx[k]);
+        http_request(port, "GET", path, NULL, NULL, &r);
+        CHECK_INT(r.status, 200 + idx[k] % 3);
+        CHECK_STR(r.body, want);
+    }
+}
+
+/* 10 000 routes, on both binaries: from a config file, the first, the middle and the last are
+ * answered as configured and the next path is a 404; /stats and /metrics stay whole and valid;
+ * PUT /routes with 10 000 others replaces them, and POST and PATCH work on that table; one route
+ * past CONFIG_ROUTES_MAX (65 536) is refused, by PUT with 413 and by the config file with exit
+ * 2, each with one line saying the count and the limit. */
+static void ten_thousand_routes_are_served(const struct itest_env *env)
+{
+    enum { N = 10000, LIMIT = 65536 };
+    static const size_t ends[] = {0, N / 2, N - 1};
+    char *routes = many_routes(N, "r", "answer");
+    char *over = many_routes(LIMIT + 1, "x", "x");
+    size_t cap = strlen(over) + 64;
+    char *text = malloc(cap);
+    if (!routes || !over || !text) {
+        CHECK_FAIL_("%s", "out of memory");
+        return;
+    }
+    snprintf(text, cap, "{\"delay\": \"0\", \"routes\": %s}", routes);
+    char cfg[512], over_cfg[512];
+    snprintf(cfg, sizeof cfg, "%s", write_file(env, "routes.json", text));
+    snprintf(text, cap, "{\"routes\": %s}", over);
+    snprintf(over_cfg, sizeof over_cfg, "%s", write_file(env, "over.json", text));
+    const char *binaries[2] = {env->bin, env->other_bin};
+    for (int b = 0; b < 2 && binaries[b]; b++) {
+        struct server s;
+        const char *args[] = {"--config", cfg, "--control", "0", NULL};
+        if (server_start(&s, binaries[b], args, NULL) != 0) {
+            CHECK_FAIL_("%s did not start with %d routes", binaries[b], N);
+            continue;
+        }
+        static struct reply r;
+        expect_routes(s.port, "r", "answer", ends, 3);
+        http_request(s.port, "GET", "/r/10000", NULL, NULL, &r);
+        CHECK_INT(r.status, 404);
+        http_request(s.port, "GET", "/healthz", NULL, NULL, &r);
+        CHECK_STR(r.body, "ok");
+        /* The reports name every route, whole: /stats parses, /metrics reaches its last line. */
+        char *stats = get_whole(s.port, "/stats");
+        cJSON *j = stats ? cJSON_Parse(stats) : NULL;
+        CHECK(j != NULL);
+        CHECK_INT(json_number(j, "routes./r/09999.requests"), 1);
+        CHECK_INT(json_number(j, "routes./r/05000.status.202"), 1);
+        CHECK_INT(json_number(j, "routes./r/00001.requests"), 0);
+        CHECK_INT(
+            cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "config"), "routes")),
+            N + 4);
+        cJSON_Delete(j);
+        free(stats);
+        char *metrics = get_whole(s.port, "/metrics");
+        CHECK(metrics &&
+              strstr(metrics, "slowsrv_requests_total{route=\"/r/09999\",status=\"200\"} 1\n"));
+        CHECK(metrics && strstr(metrics, "slowsrv_cancels_total{route=\"/r/00001\"} 0\n"));
+        CHECK(metrics && strstr(metrics, "\nslowsrv_scenario_running 0\n"));
+        free(metrics);
+        /* The control API: PUT 10 000 others, then POST one more and PATCH one of them. */
+        unsigned cp = control_port(&s);
+        char *put = many_routes(N, "p", "put");
+        CHECK_INT(api(cp, "PUT", "/routes", put, NULL, NULL), 200);
+        free(put);
+        expect_routes(s.port, "p", "put", ends, 3);
+        http_request(s.port, "GET", "/r/00000", NULL, NULL, &r);
+        CHECK_INT(r.status, 404);
+        CHECK_INT(
+            api(cp, "POST", "/routes", "{\"path\": \"/p/10000\", \"body\": \"added\"}", NULL, NULL),
+            201);
+        http_request(s.port, "GET", "/p/10000", NULL, NULL, &r);
+        CHECK_STR(r.body, "added");
+        CHECK_INT(api(cp, "PATCH", "/routes/p/05000", "{\"status\": 203, \"body\": \"patched\"}",
+                      NULL, NULL),
+                  200);
+        http_request(s.port, "GET", "/p/05000", NULL, NULL, &r);
+        CHECK_INT(r.status, 203);
+        CHECK_STR(r.body, "patched");
+        expect_routes(s.port, "p", "put", (const size_t[]){N - 1}, 1);
+        /* One past the limit: refused, and the table stays as it was. */
+        cJSON *e = NULL;
+        CHECK_INT(api(cp, "PUT", "/routes", over, NULL, &e), 413);
+        CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(e, "error")),
+                  "routes: 65537 routes, over the limit of 65536; send fewer");
+        cJSON_Delete(e);
+        expect_routes(s.port, "p", "put", ends, 1);
+        stop_expect_clean(&s);
+        /* The same count in a config file: exit 2, one line. */
+        char out[4096], err[4096];
+        const char *check[] = {"--check-config", over_cfg, NULL};
+        CHECK_INT(run_to_exit(binaries[b], check, NULL, out, sizeof out, err, sizeof err), 2);
+        char want[1024];
+        snprintf(want, sizeof want,
+                 "%s: routes: 65537 routes, over the limit of 65536; remove some or run a second "
+                 "server\n",
+                 over_cfg);
+        CHECK(strstr(err, want) != NULL && strchr(err, '\n') == strrchr(err, '\n'));
+    }
+    free(text);
+    free(over);
+    free(routes);
+}
+
 static const struct itest_case cases[] = {
     {"reason_phrases_are_the_registrys", reason_phrases_are_the_registrys, ITEST_PLAIN, 0},
     {"bad_scenarios_are_config_errors", bad_scenarios_are_config_errors, ITEST_PLAIN, 0},
@@ -866,6 +1045,7 @@ static const struct itest_case cases[] = {
     {"scenario_changes_answers_on_time", scenario_changes_answers_on_time, ITEST_PLAIN, 0},
     {"reset_starts_a_new_run", reset_starts_a_new_run, ITEST_PLAIN, 0},
     {"seeded_scenarios_repeat", seeded_scenarios_repeat, ITEST_PLAIN, 0},
+    {"ten_thousand_routes_are_served", ten_thousand_routes_are_served, ITEST_BOTH, 0},
 };
 
 const struct itest_suite itest_suite_control = {"control", cases, sizeof cases / sizeof cases[0]};

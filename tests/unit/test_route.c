@@ -1,4 +1,5 @@
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <strings.h>
 
@@ -77,6 +78,7 @@ static void route_plans_every_builtin(void)
         else
             CHECK(p.timing == NULL);
     }
+    route_table_cleanup(&t);
 }
 
 static void route_health_and_stats_are_not_counted(void)
@@ -93,6 +95,7 @@ static void route_health_and_stats_are_not_counted(void)
     plan(&t, "GET", "/test", &p);
     CHECK_INT(p.stats_id, 0);
     CHECK_INT(p.cacheable, 1);
+    route_table_cleanup(&t);
 }
 
 static void route_405_names_the_allowed_methods(void)
@@ -104,6 +107,7 @@ static void route_405_names_the_allowed_methods(void)
     CHECK_STR(p.allow, "GET, HEAD");
     plan(&t, "GET", "/write", &p);
     CHECK_STR(p.allow, "POST");
+    route_table_cleanup(&t);
 }
 
 static void route_random_delays_number_requests_per_route(void)
@@ -130,6 +134,8 @@ static void route_random_delays_number_requests_per_route(void)
         differ += p.delay_us != delay_spec_draw(&cfg.delay, 5, 0, 0);
     }
     CHECK(differ > 40);
+    route_table_cleanup(&a);
+    route_table_cleanup(&b);
 }
 
 /* Loads a config from flags as the servers do (no environment, no file). */
@@ -607,6 +613,70 @@ static void route_config_routes_replace_and_add(void)
     route_table_cleanup(&t);
 }
 
+/* A table of 10 000 config routes plans each one's own answer, misses every other path (a
+ * prefix, an extension, one past the last) with the 404, and keeps the built-in routes; the
+ * table is sized to its routes and refuses more than CONFIG_ROUTES_MAX. */
+static void route_table_of_10000_routes_finds_each_and_misses_the_rest(void)
+{
+    enum { N = 10000 };
+    static char paths[N][16], bodies[N][16];
+    static struct config_route routes[N];
+    struct config cfg = config_defaults;
+    struct route_table t;
+    struct plan p;
+    memset(routes, 0, sizeof routes);
+    for (size_t i = 0; i < N; i++) {
+        snprintf(paths[i], sizeof paths[i], "/r/%05zu", i);
+        routes[i].path = paths[i];
+        routes[i].status = 200 + (unsigned)(i % 3);
+        routes[i].body_len = (size_t)snprintf(bodies[i], sizeof bodies[i], "answer %zu", i);
+        routes[i].body = bodies[i];
+    }
+    cfg.routes = routes;
+    cfg.nroutes = N;
+    CHECK_INT(route_table_init(&t, &cfg), 0);
+    CHECK_INT(t.count, N + ROUTE_BUILTINS);
+    size_t right = 0, missed = 0;
+    for (size_t i = 0; i < N; i++) {
+        char miss[32];
+        plan(&t, "GET", paths[i], &p);
+        right += p.status == 200 + i % 3 && p.body_len == strlen(bodies[i]) &&
+                 memcmp(p.body, bodies[i], p.body_len) == 0 && p.route &&
+                 strcmp(p.route->path, paths[i]) == 0 &&
+                 route_find(&t, paths[i]) == (long)p.route_id;
+        snprintf(miss, sizeof miss, "/r/%05zu", i + N);
+        plan(&t, "GET", miss, &p);
+        missed += p.status == 404 && route_find(&t, miss) == -1;
+    }
+    CHECK_INT(right, N);
+    CHECK_INT(missed, N);
+    static const char *const others[] = {"/r/0000", "/r/000001", "/r/", "/r", "/r/00000/"};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        plan(&t, "GET", others[i], &p);
+        CHECK_INT(p.status, 404);
+    }
+    plan(&t, "GET", "/r/09999?x=1", &p);
+    CHECK_STR(p.body, "answer 9999");
+    /* The 404 names as many routes as fit, and how many more there are. */
+    plan(&t, "GET", "/nowhere", &p);
+    CHECK(strstr(p.body, "no such route; try /r/00000, /r/00001, ") != NULL);
+    CHECK(strstr(p.body, " more)") != NULL);
+    plan(&t, "GET", "/healthz", &p);
+    CHECK_STR(p.body, "ok");
+    plan(&t, "GET", "/stats", &p);
+    CHECK_INT(p.action, PLAN_STATS);
+    plan(&t, "GET", "/ui/app.js", &p);
+    CHECK_INT(p.status, 200);
+    route_table_cleanup(&t);
+
+    /* One past the limit is refused with nothing made. */
+    struct config_route *many = calloc(CONFIG_ROUTES_MAX + 1, sizeof *many);
+    for (size_t i = 0; many && i <= CONFIG_ROUTES_MAX; i++)
+        many[i] = routes[i % N];
+    CHECK_INT(route_table_init_routes(&t, &cfg, many, CONFIG_ROUTES_MAX + 1, 2), -ENOSPC);
+    free(many);
+}
+
 /* An override value too long for the route's buffer is refused, never read cut short: from the
  * query and from its header alike. */
 static void route_overlong_override_is_refused(void)
@@ -778,6 +848,7 @@ int main(void)
     route_error_rate_follows_the_seed();
     route_injected_error_keeps_its_drawn_timing();
     route_config_routes_replace_and_add();
+    route_table_of_10000_routes_finds_each_and_misses_the_rest();
     route_plans_every_builtin();
     route_health_and_stats_are_not_counted();
     route_405_names_the_allowed_methods();
