@@ -543,9 +543,10 @@ struct exchange *exchange_of_entry(struct pool_entry *e)
 }
 
 enum exchange_do exchange_sleep(struct exchange *x, int (*sleep_fn)(void *arg, uint64_t delay_us),
-                                void *arg)
+                                int (*gone_fn)(void *arg), void *arg)
 {
-    return exchange_on_timer(x, 0, sleep_fn(arg, x->plan.delay_us));
+    int cut = sleep_fn(arg, x->plan.delay_us);
+    return exchange_on_timer(x, !cut && gone_fn && gone_fn(arg), cut);
 }
 
 struct exchange *exchange_of_timer(struct timer_node *n)

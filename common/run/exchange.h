@@ -142,9 +142,11 @@ enum exchange_do exchange_on_timer(struct exchange *x, int peer_gone, int give_u
 
 /* Blocking models, after WAIT with no heap: waits out the delay by calling sleep_fn(arg,
  * delay_us) in the caller's thread. sleep_fn returns 0 when the delay is over, or non-zero if it
- * was cut short (the server gave up draining). Returns as exchange_on_timer. */
+ * was cut short (the server gave up draining). After a full sleep, gone_fn(arg) (NULL: never)
+ * returns non-zero if the client left meanwhile. Returns as exchange_on_timer: DROP (a cancel)
+ * for a client that left. */
 enum exchange_do exchange_sleep(struct exchange *x, int (*sleep_fn)(void *arg, uint64_t delay_us),
-                                void *arg);
+                                int (*gone_fn)(void *arg), void *arg);
 
 /* After ANSWER: fills *a with the answer to send now, every part of it decided here
  * (http/answer.h): the plan's, or the report (/stats, /metrics) or control API answer the core

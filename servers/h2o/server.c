@@ -33,6 +33,7 @@ static int setup_tls(struct app_server *srv, char *err)
         snprintf(err, CORE_ERR_LEN, "tls: cannot create an OpenSSL context");
         return -EINVAL;
     }
+    /* TLS 1.2 and 1.3 only (RFC 8996 deprecates 1.0 and 1.1), as slowsrv's GnuTLS. */
     SSL_CTX_set_min_proto_version(srv->ssl_ctx, TLS1_2_VERSION);
     if (SSL_CTX_use_certificate_chain_file(srv->ssl_ctx, cfg->tls_cert) != 1) {
         snprintf(err, CORE_ERR_LEN, "tls-cert: cannot load '%.120s': %s", cfg->tls_cert,

@@ -11,9 +11,8 @@
 
 /* The connection's own thread waits out the delay. It wakes early only when the server gives
  * up draining (hard stop). */
-static int tpc_sleep(void *arg, uint64_t delay_us)
+static int tpc_sleep(struct app_server *srv, uint64_t delay_us)
 {
-    struct app_server *srv = arg;
     struct timespec ts;
     int cut;
     mhd_deadline_after(&ts, delay_us);
@@ -25,6 +24,18 @@ static int tpc_sleep(void *arg, uint64_t delay_us)
     cut = srv->hard_stop;
     pthread_mutex_unlock(&srv->sleep_lock);
     return cut;
+}
+
+/* exchange_sleep's sleep and its look at the client, for the request `arg`: a client that left
+ * while its thread slept is a cancel, as in the event-loop models when its timer pops. */
+static int sleep_request(void *arg, uint64_t delay_us)
+{
+    return tpc_sleep(((struct request *)arg)->shard->loop->srv, delay_us);
+}
+
+static int request_gone(void *arg)
+{
+    return mhd_peer_gone(NULL, ((struct request *)arg)->x);
 }
 
 /* A parked request was handed back: wake its thread. */
@@ -52,7 +63,7 @@ static enum MHD_Result hold(struct request *rq, mhd_act_fn act)
             d = exchange_hold(rq->x, NULL);
     }
     if (d == EXCHANGE_DO_WAIT)
-        d = exchange_sleep(rq->x, tpc_sleep, srv);
+        d = exchange_sleep(rq->x, sleep_request, request_gone, rq);
     return act(rq, d);
 }
 

@@ -13,6 +13,9 @@
  * several KiB, the request line and our small responses. */
 #define CONN_MEMORY_LIMIT (8 * 1024)
 
+/* GnuTLS's priorities for HTTPS: its defaults, with TLS 1.2 and 1.3 as the only versions. */
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
 /* How far libmicrohttpd's own connection limit lies above slowsrv's. */
 #define LIMIT_ROOM 16
 
@@ -66,6 +69,9 @@ int mhd_start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err)
         flags |= MHD_USE_TLS;
         OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, srv->tls_cert);
         OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key);
+        /* TLS 1.2 and 1.3 only (RFC 8996 deprecates 1.0 and 1.1); GnuTLS's NORMAL would also
+         * offer 1.0 and 1.1 to a client that asks. slowsrv-h2o sets the same floor on OpenSSL. */
+        OPT(MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)(uintptr_t)TLS_PRIORITIES);
     }
     OPT(MHD_OPTION_END, 0, NULL);
 #undef OPT

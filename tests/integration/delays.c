@@ -46,24 +46,32 @@ static void concurrent_delays(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
-/* 1000 clients that leave while waiting are counted as cancels; the server goes on serving and
- * (under the sanitizer build) exits without a leak. */
+/* 900 clients that leave while waiting are counted as cancels, not as answered, in every thread
+ * model (thread-per-connection looks at the client when its thread wakes); the server goes on
+ * serving and (under the sanitizer build) exits without a leak. 900: the select model holds at
+ * most 1000 connections, and /stats needs one of them while the others wait. */
 static void abandoned_waits_are_cancelled(const struct itest_env *env)
 {
+    enum { N = 900 };
     struct server s;
-    START(env, &s, "--delay", "1s");
+    const char *args[] = {"--delay", "1s", "--model", env->model, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
     size_t sent = 0;
-    int *fds = open_requests(s.port, "/test", 1000, &sent);
-    CHECK_INT(sent, 1000);
+    int *fds = open_requests(s.port, "/test", N, &sent);
+    CHECK_INT(sent, N);
     /* Every one of them is waiting on the server before its client leaves. */
-    CHECK_INT(await_stat(h1(&s), "waiting", 1000, 5), 1000);
-    close_requests(fds, 1000);
+    CHECK_INT(await_stat(h1(&s), "waiting", N, 5), N);
+    close_requests(fds, N);
     answers_within(s.port, "/test?delay=100ms", "ok", 0.1, 0.1 + BATCH_SLACK);
     cJSON *j = settled_stats(h1(&s));
     CHECK(j != NULL);
-    CHECK_INT(json_number(j, "cancels"), 1000);
-    CHECK_INT(json_number(j, "routes./test.requests"), 1001);
+    CHECK_INT(json_number(j, "cancels"), N);
+    CHECK_INT(json_number(j, "routes./test.requests"), N + 1);
     CHECK_INT(json_number(j, "routes./test.status.200"), 1);
+    CHECK_INT(json_number(j, "answered"), 1);
     CHECK_INT(json_number(j, "waiting"), 0);
     CHECK_INT(json_number(j, "in_flight"), 0);
     cJSON_Delete(j);
@@ -687,7 +695,7 @@ static void threads_apply_to_event_loops_only(const struct itest_env *env)
 static const struct itest_case cases[] = {
     {"delay_alone_takes_its_time", delay_alone_takes_its_time, ITEST_PLAIN, 0},
     {"concurrent_delays", concurrent_delays, ITEST_PER_MODEL, 0},
-    {"abandoned_waits_are_cancelled", abandoned_waits_are_cancelled, ITEST_PLAIN, 0},
+    {"abandoned_waits_are_cancelled", abandoned_waits_are_cancelled, ITEST_PER_MODEL, 0},
     {"delays_across_daemons", delays_across_daemons, ITEST_PLAIN, 0},
     {"error_rate_injects_errors", error_rate_injects_errors, ITEST_PLAIN, 0},
     {"seeded_delays_repeat_across_runs_and_binaries", seeded_delays_repeat_across_runs_and_binaries,

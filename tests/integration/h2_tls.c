@@ -5,10 +5,12 @@
 #include "itest.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int make_cert(const struct itest_env *env, char *cert, char *key, size_t len)
@@ -52,6 +54,94 @@ static void tls_serves_https(const struct itest_env *env)
     expect_refused(env, &c, 2);
     struct bad_case k = {{"--tls-cert", cert, "--tls-key", cert}, {NULL}, "tls-key: "};
     expect_refused(env, &k, 2);
+}
+
+/* GET /echo over HTTPS on `port` by a libcurl client held to one TLS version (`v`, a
+ * CURL_SSLVERSION_TLSv1_x), with OpenSSL's security level 0 so that the client itself would
+ * accept TLS 1.0 and 1.1. Returns the status, 0 if the handshake failed. */
+static long get_with_tls_version(unsigned port, long v)
+{
+    struct target t = {port, 1, CURL_HTTP_VERSION_1_1, 5000};
+    static struct reply r;
+    CURL *c = http_easy(&t, "GET", "/echo", &r);
+    curl_easy_setopt(c, CURLOPT_SSLVERSION, v | (v << 16)); /* min and max */
+    curl_easy_setopt(c, CURLOPT_SSL_CIPHER_LIST, "DEFAULT@SECLEVEL=0");
+    CURLcode rc = curl_easy_perform(c);
+    long status = 0;
+    if (rc == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(c);
+    return status;
+}
+
+/* An `openssl s_server` that speaks TLS 1.0 and 1.1 only, on a free port: the control that shows
+ * the client above can still make such a handshake. Returns its pid and sets *port and *out (its
+ * output, kept open until it ends, which the caller closes), or -1. */
+static pid_t start_old_tls_server(const char *cert, const char *key, unsigned *port, FILE **out)
+{
+    int pfd[2];
+    if (pipe(pfd) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(pfd[1], 1);
+        close(pfd[0]);
+        close(pfd[1]);
+        execlp("openssl", "openssl", "s_server", "-accept", "127.0.0.1:0", "-cert", cert, "-key",
+               key, "-www", "-min_protocol", "TLSv1", "-max_protocol", "TLSv1.1", "-cipher",
+               "DEFAULT@SECLEVEL=0", (char *)NULL);
+        _exit(127);
+    }
+    close(pfd[1]);
+    char line[256];
+    *out = fdopen(pfd[0], "r");
+    *port = 0;
+    while (*out && *port == 0 && fgets(line, sizeof line, *out)) {
+        const char *colon = strncmp(line, "ACCEPT ", 7) == 0 ? strrchr(line, ':') : NULL;
+        if (colon)
+            *port = (unsigned)strtoul(colon + 1, NULL, 10);
+    }
+    if (!*out)
+        close(pfd[0]);
+    if (*port == 0 && pid > 0) {
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+        return -1;
+    }
+    return pid;
+}
+
+/* HTTPS takes TLS 1.2 and 1.3 and refuses TLS 1.0 and 1.1 at the handshake (RFC 8996), on both
+ * binaries; the same client makes a TLS 1.0 and a 1.1 handshake with a server that allows them,
+ * so the refusal is the server's. */
+static void tls_refuses_versions_before_1_2(const struct itest_env *env)
+{
+    char cert[300], key[300];
+    struct server s;
+    unsigned old_port = 0;
+    CHECK_INT(make_cert(env, cert, key, sizeof cert), 0);
+    FILE *old_out = NULL;
+    pid_t old = start_old_tls_server(cert, key, &old_port, &old_out);
+    CHECK(old > 0);
+    if (old > 0) {
+        /* s_server -www answers its own status page. */
+        CHECK_INT(get_with_tls_version(old_port, CURL_SSLVERSION_TLSv1_0), 200);
+        CHECK_INT(get_with_tls_version(old_port, CURL_SSLVERSION_TLSv1_1), 200);
+        kill(old, SIGTERM);
+        waitpid(old, NULL, 0);
+    }
+    if (old_out)
+        fclose(old_out);
+    const char *args[] = {"--tls-cert", cert, "--tls-key", key, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    CHECK_INT(get_with_tls_version(s.port, CURL_SSLVERSION_TLSv1_0), 0);
+    CHECK_INT(get_with_tls_version(s.port, CURL_SSLVERSION_TLSv1_1), 0);
+    CHECK_INT(get_with_tls_version(s.port, CURL_SSLVERSION_TLSv1_2), 200);
+    CHECK_INT(get_with_tls_version(s.port, CURL_SSLVERSION_TLSv1_3), 200);
+    stop_expect_clean(&s);
 }
 
 /* HTTP/2 over cleartext, with prior knowledge and by Upgrade: h2c, answers the same bytes. */
@@ -521,6 +611,7 @@ static const struct itest_case cases[] = {
     {"control_speaks_tls", control_speaks_tls, ITEST_PLAIN, 0},
     {"tls_serves_https", tls_serves_https, ITEST_PLAIN, 0},
     {"tls_handshake_within_header_timeout", tls_handshake_within_header_timeout, ITEST_PLAIN, 0},
+    {"tls_refuses_versions_before_1_2", tls_refuses_versions_before_1_2, ITEST_PLAIN, 0},
     {"h2c_prior_knowledge_and_upgrade", h2c_prior_knowledge_and_upgrade, ITEST_PLAIN, ENGINE_HTTP2},
     {"h2_over_tls_by_alpn", h2_over_tls_by_alpn, ITEST_PLAIN, ENGINE_HTTP2},
     {"h2_thousand_streams_on_ten_connections", h2_thousand_streams_on_ten_connections, ITEST_PLAIN,

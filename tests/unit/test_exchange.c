@@ -298,6 +298,41 @@ static int sleep_cut(void *arg, uint64_t us)
     return 1;
 }
 
+static int client_left(void *arg)
+{
+    (void)arg;
+    return 1;
+}
+
+/* A blocking model's client that left during the sleep gets nothing and is counted as a cancel,
+ * not as answered; a sleep cut by the stop still answers "server stopping". */
+static void exchange_sleep_drops_a_request_whose_client_left(void)
+{
+    struct fixture f;
+    struct exchange x;
+    uint64_t slept = 0;
+    setup(&f, 1);
+    begin(&x, &f, "GET", "/test");
+    exchange_next(&x);
+    CHECK_INT(exchange_hold(&x, NULL), EXCHANGE_DO_WAIT);
+    CHECK_INT(exchange_sleep(&x, sleep_ok, client_left, &slept), EXCHANGE_DO_DROP);
+    exchange_end(&x, NULL);
+    begin(&x, &f, "GET", "/test");
+    exchange_next(&x);
+    CHECK_INT(exchange_hold(&x, NULL), EXCHANGE_DO_WAIT);
+    CHECK_INT(exchange_sleep(&x, sleep_cut, client_left, NULL), EXCHANGE_DO_ANSWER);
+    check_stopping(&x, 200000);
+    exchange_answer(&x);
+    exchange_end(&x, NULL);
+    struct stats_totals t;
+    stats_totals_get(f.st, &t);
+    CHECK_U64(t.cancels, 1);
+    CHECK_U64(t.answered, 1);
+    CHECK_U64(t.waiting, 0);
+    CHECK_U64(t.in_flight, 0);
+    teardown(&f);
+}
+
 static void exchange_sleep_reports_a_cut_sleep(void)
 {
     struct fixture f;
@@ -307,14 +342,14 @@ static void exchange_sleep_reports_a_cut_sleep(void)
     begin(&x, &f, "GET", "/test");
     exchange_next(&x);
     CHECK_INT(exchange_hold(&x, NULL), EXCHANGE_DO_WAIT);
-    CHECK_INT(exchange_sleep(&x, sleep_ok, &slept), EXCHANGE_DO_ANSWER);
+    CHECK_INT(exchange_sleep(&x, sleep_ok, NULL, &slept), EXCHANGE_DO_ANSWER);
     CHECK_U64(slept, 200000);
     CHECK_INT(x.plan.status, 200);
     exchange_end(&x, NULL);
     begin(&x, &f, "GET", "/test");
     exchange_next(&x);
     CHECK_INT(exchange_hold(&x, NULL), EXCHANGE_DO_WAIT);
-    CHECK_INT(exchange_sleep(&x, sleep_cut, NULL), EXCHANGE_DO_ANSWER);
+    CHECK_INT(exchange_sleep(&x, sleep_cut, NULL, NULL), EXCHANGE_DO_ANSWER);
     check_stopping(&x, 200000);
     exchange_end(&x, NULL);
     struct stats_totals t;
@@ -566,5 +601,6 @@ int main(void)
     exchange_give_up_answers_server_stopping();
     exchange_full_heap_answers_503();
     exchange_sleep_reports_a_cut_sleep();
+    exchange_sleep_drops_a_request_whose_client_left();
     return CHECK_DONE();
 }
