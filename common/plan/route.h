@@ -173,6 +173,9 @@ struct route_request {
     const struct head *head; /* the head, checked first (head.h): HTTP/1.x as received, HTTP/2
                                 as decoded; NULL where the engine cannot give it */
     int h2;                  /* it came over HTTP/2 (no --max-requests, no head of its own) */
+    unsigned refused;        /* the engine found its framing bad below its library (h1frame.h):
+                                refused as a bad head is, with this status */
+    const char *refused_why; /* and this one-line reason */
 };
 
 /* Fills *t with the built-in routes (GET /test, POST /write, any method / and /echo,

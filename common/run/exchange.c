@@ -141,6 +141,10 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
         why = "the method is not a token";
         bad = 400;
     }
+    if (!bad && rq->refused) {
+        why = rq->refused_why;
+        bad = rq->refused;
+    }
     if (bad) {
         /* Refused as a whole: no route's answer, and where this request ends is in doubt, so
          * nothing more is read from the connection. Counted under the route its path reaches
