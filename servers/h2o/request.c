@@ -127,6 +127,11 @@ static void respond(struct h2s_request *r)
     if (a.close)
         req->http1_is_persistent = 0;
     exchange_answer(r->x);
+    if (req->version >= 0x200) {
+        h2o_socket_t *sock = socket_of(req);
+        if (sock)
+            h2s_budget_answered(sock->on_close.data);
+    }
     r->gen.proceed = a.paced ? on_paced_proceed : on_sent;
     r->gen.stop = on_stop;
     h2o_start_response(req, &r->gen);
