@@ -192,8 +192,10 @@ enum h2budget_verdict h2budget_feed(struct h2budget *b, const uint8_t *p, size_t
             if (b->have < sizeof b->head)
                 break;
             b->have = 0;
-            if (on_frame(b, blocked) != H2BUDGET_OK)
+            if (on_frame(b, blocked) != H2BUDGET_OK) {
+                b->at = i >= sizeof b->head ? i - sizeof b->head : 0;
                 return (enum h2budget_verdict)b->verdict;
+            }
             b->state = b->remaining ? S_PAYLOAD : S_HEAD;
             break;
         case S_PAYLOAD: {
@@ -208,8 +210,11 @@ enum h2budget_verdict h2budget_feed(struct h2budget *b, const uint8_t *p, size_t
                     b->value[b->vhave++] = p[i + k];
                     if (b->vhave == size) {
                         b->vhave = 0;
-                        if (on_value(b) != H2BUDGET_OK)
+                        if (on_value(b) != H2BUDGET_OK) {
+                            size_t into = b->length - b->remaining + k + 1 + sizeof b->head;
+                            b->at = i + k + 1 >= into ? i + k + 1 - into : 0;
                             return (enum h2budget_verdict)b->verdict;
+                        }
                     }
                 }
             }
@@ -222,6 +227,11 @@ enum h2budget_verdict h2budget_feed(struct h2budget *b, const uint8_t *p, size_t
         }
     }
     return H2BUDGET_OK;
+}
+
+size_t h2budget_verdict_at(const struct h2budget *b)
+{
+    return b->at;
 }
 
 void h2budget_answered(struct h2budget *b)

@@ -75,6 +75,7 @@ struct h2budget {
     uint8_t vhave;        /* bytes of it so far */
     uint8_t verdict;      /* enum h2budget_verdict, once not OK: nothing more is read */
     uint8_t reason;       /* enum stats_h2 of the verdict */
+    size_t at; /* where the verdict's frame starts in the bytes of the call that gave it */
     struct {
         uint32_t stream;
         uint32_t added; /* window increments the client sent on it, saturated */
@@ -89,6 +90,10 @@ void h2budget_init(struct h2budget *b);
  * this client is still unsent (acknowledgements now pile up). Returns H2BUDGET_OK, or the
  * verdict of the first frame past a budget, after which every call returns it again. */
 enum h2budget_verdict h2budget_feed(struct h2budget *b, const uint8_t *p, size_t len, int blocked);
+
+/* Where the frame that earned the verdict starts in the bytes of the h2budget_feed call that
+ * returned it (0 if it began in an earlier call): what precedes it was within the budget. */
+size_t h2budget_verdict_at(const struct h2budget *b);
 
 /* A request of this connection was answered: H2BUDGET_PER_ANSWER credits back. */
 void h2budget_answered(struct h2budget *b);

@@ -117,8 +117,27 @@ static void stop_waiting(struct h2s_h2 *h)
         h2o_timeout_unlink(&h->resume);
 }
 
-/* The budget's verdict: counted, then a GOAWAY if it can go now, and the close. What the client
- * sends after it is dropped unread. */
+/* The GOAWAY goes once libh2o's own write is out (looked at every H2S_WAIT_MS), then libh2o
+ * closes the connection; a client that does not read keeps that write from going, and the
+ * core's sweep shuts it down (conn_end). */
+static void send_goaway(struct h2s_conn *c, h2o_socket_t *sock)
+{
+    struct h2s_h2 *h = c->h2;
+    if (c->c.shut) {
+        close_h2(c, sock, NULL);
+        return;
+    }
+    if (h2o_socket_is_writing(sock) || !room_for_goaway(h2o_socket_get_fd(sock))) {
+        if (!h2o_timeout_is_linked(&h->resume))
+            h2o_timeout_link(c->loop->evloop, &c->loop->h2_wait, &h->resume);
+        return;
+    }
+    h2o_iovec_t buf = h2o_iovec_init(h->goaway, h2budget_goaway(&h->budget, h->goaway));
+    h2o_socket_write(sock, &buf, 1, on_goaway_sent);
+}
+
+/* The budget's verdict: counted, the GOAWAY, the close. What the client sends from here on is
+ * dropped unread. */
 static void end(struct h2s_conn *c, h2o_socket_t *sock)
 {
     struct h2s_h2 *h = c->h2;
@@ -128,13 +147,7 @@ static void end(struct h2s_conn *c, h2o_socket_t *sock)
     conn_end(&c->c, timer_now_us());
     if (!h2o_socket_is_reading(sock))
         h2o_socket_read_start(sock, on_read);
-    if (!h2o_socket_is_writing(sock) && room_for_goaway(h2o_socket_get_fd(sock))) {
-        h2o_iovec_t buf = h2o_iovec_init(h->goaway, h2budget_goaway(&h->budget, h->goaway));
-        h2o_socket_write(sock, &buf, 1, on_goaway_sent);
-        return;
-    }
-    /* A write still under way (a client that does not read): no GOAWAY can go before it. */
-    close_h2(c, sock, NULL);
+    send_goaway(c, sock);
 }
 
 static void on_resume(h2o_timeout_entry_t *entry)
@@ -142,9 +155,14 @@ static void on_resume(h2o_timeout_entry_t *entry)
     struct h2s_h2 *h = H2O_STRUCT_FROM_MEMBER(struct h2s_h2, resume, entry);
     struct h2s_conn *c = h->conn;
     h2o_socket_t *sock = c->sock;
+    if (h->ending) {
+        send_goaway(c, sock);
+        return;
+    }
     /* Shut down by a sweep meanwhile: libh2o must read the end to close it. */
     if (!c->c.shut && h2budget_must_pause(&h->budget, h2o_socket_is_writing(sock))) {
-        h2o_timeout_link(c->loop->evloop, &c->loop->h2_wait, &h->resume);
+        if (!h2o_timeout_is_linked(&h->resume))
+            h2o_timeout_link(c->loop->evloop, &c->loop->h2_wait, &h->resume);
         return;
     }
     h2o_socket_read_start(sock, on_read);
@@ -155,8 +173,10 @@ static void on_resume(h2o_timeout_entry_t *entry)
 /* Reading stops until the connection's write has gone (checked every H2S_WAIT_MS). */
 static void pause_reading(struct h2s_conn *c, h2o_socket_t *sock)
 {
-    stats_h2(c->loop->core.shard, STATS_H2_PAUSED);
     h2o_socket_read_stop(sock);
+    if (h2o_timeout_is_linked(&c->h2->resume))
+        return;
+    stats_h2(c->loop->core.shard, STATS_H2_PAUSED);
     h2o_timeout_link(c->loop->evloop, &c->loop->h2_wait, &c->h2->resume);
 }
 
@@ -184,7 +204,7 @@ static void on_read(h2o_socket_t *sock, const char *err)
         return;
     }
     h->fed = size;
-    if (h2budget_must_pause(&h->budget, blocked)) {
+    if (h2o_timeout_is_linked(&h->resume) || h2budget_must_pause(&h->budget, blocked)) {
         pause_reading(c, sock);
         return;
     }
@@ -235,11 +255,13 @@ void h2o_http2_accept(h2o_accept_ctx_t *ctx, h2o_socket_t *sock, struct timeval 
         real(ctx, sock, connected_at);
         return;
     }
+    /* libh2o is handed the preface and the frames within the budget, and answers with its
+     * SETTINGS; the rest is dropped. */
     if (sock->input->size) {
         v = h2budget_feed(&c->h2->budget, (const uint8_t *)sock->input->bytes, sock->input->size,
                           0);
-        if (v != H2BUDGET_OK) /* libh2o is not handed a flood */
-            h2o_buffer_consume(&sock->input, sock->input->size);
+        if (v != H2BUDGET_OK && h2budget_verdict_at(&c->h2->budget) < sock->input->size)
+            sock->input->size = h2budget_verdict_at(&c->h2->budget);
     }
     c->busy++;
     real(ctx, sock, connected_at);
