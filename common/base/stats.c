@@ -108,6 +108,7 @@ struct stats_shard {
     _Atomic uint64_t cancels;
     _Atomic uint64_t faults;
     _Atomic uint64_t bytes_in;
+    _Atomic uint64_t h2[STATS_H2_COUNT];
     size_t nroutes;
     size_t index;
     struct stats *owner;
@@ -411,6 +412,29 @@ void stats_bytes_in(struct stats_shard *sh, uint64_t n)
     add(&sh->bytes_in, n);
 }
 
+static const char *const h2_names[STATS_H2_COUNT] = {
+    "ping",       "settings", "rst_stream",    "priority",     "window_update",
+    "empty_data", "headers",  "unknown_frame", "flow_control", "paused"};
+
+const char *stats_h2_name(enum stats_h2 k)
+{
+    return k < STATS_H2_COUNT ? h2_names[k] : "";
+}
+
+void stats_h2(struct stats_shard *sh, enum stats_h2 k)
+{
+    if (k < STATS_H2_COUNT)
+        add(&sh->h2[k], 1);
+}
+
+uint64_t stats_h2_get(const struct stats *st, enum stats_h2 k)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; k < STATS_H2_COUNT && i < st->nshards; i++)
+        n += get(&st->shards[i].h2[k]);
+    return n;
+}
+
 void stats_totals_get(const struct stats *st, struct stats_totals *out)
 {
     uint64_t begun = 0, ended = 0, wb = 0, we = 0;
@@ -600,6 +624,15 @@ char *stats_to_json_with(const struct stats *st, const char *const *names, size_
         cJSON_AddNumberToObject(c, "max", (double)conns->max);
         cJSON_AddNumberToObject(c, "limit_reached", (double)conns->limit_reached);
         cJSON_AddNumberToObject(c, "limit_seconds", conns->limit_seconds);
+    }
+    {
+        cJSON *h2 = cJSON_AddObjectToObject(root, "h2");
+        cJSON *calm = h2 ? cJSON_AddObjectToObject(h2, "calm") : NULL;
+        if (!calm)
+            goto unlock;
+        for (int k = 0; k < STATS_H2_COUNT; k++)
+            cJSON_AddNumberToObject(k < STATS_H2_CALM_KINDS ? calm : h2, h2_names[k],
+                                    (double)stats_h2_get(st, (enum stats_h2)k));
     }
     if (workers) {
         cJSON *w = cJSON_AddObjectToObject(root, "workers");
@@ -858,6 +891,23 @@ char *stats_to_prometheus(const struct stats *st, const char *const *names, size
         "# HELP slowsrv_received_bytes_total Request body bytes received.\n"
         "# TYPE slowsrv_received_bytes_total counter\nslowsrv_received_bytes_total %llu\n",
         (unsigned long long)tot.bytes_in);
+    put(&t, "%s",
+        "# HELP slowsrv_h2_calm_total HTTP/2 connections sent GOAWAY ENHANCE_YOUR_CALM, by the "
+        "kind of frame past the budget.\n"
+        "# TYPE slowsrv_h2_calm_total counter\n");
+    for (int k = 0; k < STATS_H2_CALM_KINDS; k++)
+        put(&t, "slowsrv_h2_calm_total{reason=\"%s\"} %llu\n", h2_names[k],
+            (unsigned long long)stats_h2_get(st, (enum stats_h2)k));
+    put(&t,
+        "# HELP slowsrv_h2_flow_control_errors_total HTTP/2 connections sent GOAWAY "
+        "FLOW_CONTROL_ERROR for a window past 2^31-1.\n"
+        "# TYPE slowsrv_h2_flow_control_errors_total counter\n"
+        "slowsrv_h2_flow_control_errors_total %llu\n"
+        "# HELP slowsrv_h2_paused_total Times an HTTP/2 connection was not read while it owed "
+        "acknowledgements it could not send.\n"
+        "# TYPE slowsrv_h2_paused_total counter\nslowsrv_h2_paused_total %llu\n",
+        (unsigned long long)stats_h2_get(st, STATS_H2_FLOW_CONTROL),
+        (unsigned long long)stats_h2_get(st, STATS_H2_PAUSED));
     {
         uint64_t resets;
         double at;

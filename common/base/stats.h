@@ -52,6 +52,28 @@ size_t stats_metric_bounds(enum stats_hist which, const uint64_t **bound_us);
 struct stats;
 struct stats_shard;
 
+/* What the HTTP/2 budgets did to connections (common/http/h2budget.h): those sent GOAWAY
+ * ENHANCE_YOUR_CALM, by the kind of frame that found no credit left; those sent GOAWAY
+ * FLOW_CONTROL_ERROR; and the times reading a connection was paused for the acknowledgements it
+ * owed. */
+enum stats_h2 {
+    STATS_H2_PING = 0,
+    STATS_H2_SETTINGS,
+    STATS_H2_RST_STREAM,
+    STATS_H2_PRIORITY,
+    STATS_H2_WINDOW_UPDATE,
+    STATS_H2_EMPTY_DATA,
+    STATS_H2_HEADERS, /* an empty HEADERS, or a CONTINUATION */
+    STATS_H2_UNKNOWN_FRAME,
+    STATS_H2_CALM_KINDS, /* the kinds above are ENHANCE_YOUR_CALM's reasons */
+    STATS_H2_FLOW_CONTROL = STATS_H2_CALM_KINDS,
+    STATS_H2_PAUSED,
+    STATS_H2_COUNT,
+};
+
+/* The name of kind k in /stats and /metrics ("ping", "flow_control", ...). */
+const char *stats_h2_name(enum stats_h2 k);
+
 /* Connection figures kept by the service, for the reports. */
 struct stats_conns {
     size_t open;
@@ -105,6 +127,12 @@ void stats_fault(struct stats_shard *sh, size_t route);
 /* Adds an observation of `us` microseconds to histogram `which` of `route`: a bucket, the sum,
  * and the largest seen. */
 void stats_observe(struct stats_shard *sh, size_t route, enum stats_hist which, uint64_t us);
+
+/* An HTTP/2 budget acted on a connection (enum stats_h2). */
+void stats_h2(struct stats_shard *sh, enum stats_h2 k);
+
+/* Events of kind k, summed over the shards (never reset: /stats and /metrics alike). */
+uint64_t stats_h2_get(const struct stats *st, enum stats_h2 k);
 
 /* `n` request body bytes were received. */
 void stats_bytes_in(struct stats_shard *sh, uint64_t n);

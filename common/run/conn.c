@@ -43,6 +43,7 @@ void conn_open(struct conn_registry *r, struct conn *c, int fd, int control, uin
     c->received = c->acked = 0;
     c->looked_quiet = now;
     c->moved_us = now;
+    c->ended_us = 0;
     c->prev = NULL;
     pthread_mutex_lock(&r->lock);
     c->next = r->head;
@@ -97,6 +98,12 @@ void conn_wait(struct conn *c, int begins)
         atomic_fetch_sub_explicit(&c->waiting, 1, memory_order_relaxed);
 }
 
+void conn_end(struct conn *c, uint64_t now)
+{
+    if (!c->ended_us)
+        c->ended_us = now ? now : 1;
+}
+
 /* 1 if c is past a timeout at now. */
 static int overdue(struct conn_registry *r, struct conn *c, uint64_t now, conn_reading_fn reading,
                    void *ctx)
@@ -104,6 +111,8 @@ static int overdue(struct conn_registry *r, struct conn *c, uint64_t now, conn_r
     unsigned active = atomic_load_explicit(&c->active, memory_order_relaxed);
     unsigned waiting = atomic_load_explicit(&c->waiting, memory_order_relaxed);
     uint64_t rx, ack;
+    if (c->ended_us)
+        return now - c->ended_us >= CONN_END_GRACE_US;
     if (active && waiting >= active) {
         c->moved_us = now; /* waiting on purpose is not silence */
         return 0;

@@ -33,6 +33,10 @@
 #define CONN_SWEEP_MIN_US (5 * 1000)
 #define CONN_SWEEP_MAX_US (1000 * 1000)
 
+/* A connection the engine ended (conn_end) and its library has not closed since: shut down by
+ * the first sweep after this long. */
+#define CONN_END_GRACE_US (1000 * 1000)
+
 /* One connection; the engine embeds it in its own record, which it owns and frees after
  * conn_close. */
 struct conn {
@@ -50,6 +54,7 @@ struct conn {
     uint64_t received, acked;     /* TCP progress when the sweep last looked */
     uint64_t looked_quiet;        /* quiet_since then: a request ended since if it differs */
     uint64_t moved_us;            /* when the sweep last saw it move (or wait) */
+    uint64_t ended_us;            /* the engine ended it then (conn_end); 0: not */
 };
 
 struct conn_registry {
@@ -81,6 +86,12 @@ void conn_head_begins(struct conn *c, uint64_t now);
 void conn_request_begin(struct conn *c, int h2);
 void conn_request_end(struct conn *c, uint64_t now);
 void conn_wait(struct conn *c, int begins);
+
+/* The engine ended c at now (an HTTP/2 GOAWAY for a flood) and asked its library to close it:
+ * if it is still open CONN_END_GRACE_US later (a client that does not read keeps the library's
+ * last write from completing), the sweep shuts it down, whatever it carries. The loop's thread
+ * only. */
+void conn_end(struct conn *c, uint64_t now);
 
 /* 1 if c's library holds bytes of a head it has not finished reading (called under the
  * registry's lock, for a connection between requests). */

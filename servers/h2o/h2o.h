@@ -7,6 +7,7 @@
  *               timerfd, the wake-up, the turns, the stop
  *   server.c    libh2o's configuration and TLS, start and stop, the engine table
  *   pool_fit.c  a waiting request's memory pool, cut to what it holds
+ *   budget.c    the HTTP/2 flood budgets' filter in front of libh2o's HTTP/2 reads
  */
 #ifndef SLOWSRV_H2O_H
 #define SLOWSRV_H2O_H
@@ -18,6 +19,7 @@
 #include <h2o.h>
 
 #include "../app.h"
+#include "http/h2budget.h"
 #include "run/loop.h"
 
 struct h2s_loop;
@@ -36,11 +38,28 @@ struct h2s_request {
                                 the connection stays open */
 };
 
+/* How often a connection whose reading paused for what it owes is looked at again. */
+#define H2S_WAIT_MS 10
+
+/* An HTTP/2 connection's budget and filter (budget.c), made when it turns HTTP/2. */
+struct h2s_h2 {
+    struct h2budget budget;
+    struct h2s_conn *conn;
+    h2o_socket_cb inner;                 /* libh2o's read callback, behind the filter */
+    size_t fed;                          /* bytes at the start of the input already counted */
+    h2o_timeout_entry_t resume;          /* linked while reading is paused */
+    uint8_t goaway[H2BUDGET_GOAWAY_LEN]; /* the frame while it is written */
+    unsigned char ending;                /* past a budget: its input is dropped */
+};
+
 /* A connection: the socket's on_close data. */
 struct h2s_conn {
     struct conn c; /* the core's (conn.h) */
     struct h2s_loop *loop;
     h2o_socket_t *sock;
+    struct h2s_h2 *h2;    /* NULL until it speaks HTTP/2 */
+    unsigned char busy;   /* libh2o runs under the filter: a close now frees it after */
+    unsigned char closed; /* its socket closed while busy */
 };
 
 struct h2s_loop {
@@ -63,6 +82,7 @@ struct h2s_loop {
      * length. */
     h2o_timeout_t pause[2];
     h2o_timeout_entry_t resume[2];
+    h2o_timeout_t h2_wait; /* HTTP/2 connections whose reading paused (budget.c) */
     int timer_fd;
     h2o_socket_t *timer_sock;
     uint64_t armed_us; /* deadline the timerfd is armed for, 0 if disarmed */
@@ -113,6 +133,16 @@ void h2s_prefetch(void *ctx, struct exchange *x, unsigned ahead);
 /* loop.c */
 void *h2s_loop_main(void *arg);
 extern const struct loop_backend h2s_backend;
+/* A connection socket's on_close: the core forgets it, and it is freed (after the filter that
+ * runs libh2o under it, if one does). */
+void h2s_on_conn_close(void *data);
+void h2s_conn_free(struct h2s_conn *c);
+
+/* budget.c */
+/* A request of c was answered: budget given back. */
+void h2s_budget_answered(struct h2s_conn *c);
+void h2s_budget_free(struct h2s_h2 *h);
+
 /* Asks this turn's timeout phase to answer what is due (a request was just read). */
 void h2s_want_fire(struct h2s_loop *loop);
 

@@ -65,11 +65,20 @@ static void on_wake(h2o_socket_t *sock, const char *err)
     loop_woken(&((struct h2s_loop *)sock->data)->core);
 }
 
-static void on_conn_close(void *data)
+void h2s_conn_free(struct h2s_conn *c)
+{
+    h2s_budget_free(c->h2);
+    free(c);
+}
+
+void h2s_on_conn_close(void *data)
 {
     struct h2s_conn *c = data;
     loop_conn_closed(&c->loop->core, &c->c);
-    free(c);
+    if (c->busy)
+        c->closed = 1;
+    else
+        h2s_conn_free(c);
 }
 
 static void on_accept(h2o_socket_t *listener, const char *err);
@@ -126,10 +135,9 @@ static int adopt(void *ctx, int fd, const struct sockaddr *peer, socklen_t len, 
     }
     h2o_socket_t *sock =
         h2o_evloop_socket_create(loop->evloop, fd, H2O_SOCKET_FLAG_IS_ACCEPTED_CONNECTION);
-    c->loop = loop;
-    c->sock = sock;
+    *c = (struct h2s_conn){.loop = loop, .sock = sock};
     loop_conn_opened(&loop->core, &c->c, fd, control);
-    sock->on_close.cb = on_conn_close;
+    sock->on_close.cb = h2s_on_conn_close;
     sock->on_close.data = c;
     h2o_accept(control ? &loop->ctl_accept : &loop->accept_ctx, sock);
     return 0;
@@ -241,6 +249,7 @@ static void teardown(struct h2s_loop *loop)
     if (h2o_timeout_is_linked(&loop->fire_entry))
         h2o_timeout_unlink(&loop->fire_entry);
     h2o_timeout_dispose(loop->evloop, &loop->fire_phase);
+    h2o_timeout_dispose(loop->evloop, &loop->h2_wait);
     for (int k = 0; k < 2; k++) {
         if (h2o_timeout_is_linked(&loop->resume[k]))
             h2o_timeout_unlink(&loop->resume[k]);
@@ -281,6 +290,7 @@ void *h2s_loop_main(void *arg)
     loop->resume[0].cb = on_resume_limit;
     h2o_timeout_init(loop->evloop, &loop->pause[1], NET_ACCEPT_PAUSE_US / 1000);
     loop->resume[1].cb = on_resume_starved;
+    h2o_timeout_init(loop->evloop, &loop->h2_wait, H2S_WAIT_MS);
     h2o_context_init(&loop->ctx, loop->evloop, &srv->globalconf);
     loop->accept_ctx = (h2o_accept_ctx_t){
         .ctx = &loop->ctx, .hosts = srv->globalconf.hosts, .ssl_ctx = srv->ssl_ctx};

@@ -132,6 +132,11 @@ static void respond(struct h2s_request *r)
     else if (r->head_read)
         req->http1_is_persistent = 1;
     exchange_answer(r->x);
+    if (req->version >= 0x200) {
+        h2o_socket_t *sock = socket_of(req);
+        if (sock)
+            h2s_budget_answered(sock->on_close.data);
+    }
     r->gen.proceed = a.paced ? on_paced_proceed : on_sent;
     r->gen.stop = on_stop;
     h2o_start_response(req, &r->gen);
