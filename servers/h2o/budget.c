@@ -232,6 +232,8 @@ void h2o_socket_read_start(h2o_socket_t *sock, h2o_socket_cb cb)
         (void (*)(h2o_socket_t *, h2o_socket_cb))library_fn(&real_read_start,
                                                             "h2o_socket_read_start");
     struct h2s_conn *c = conn_of(sock);
+    if (c && !c->h2)
+        cb = h2s_h1_watch(c, sock, cb);
     if (c && c->h2 && cb != on_read) {
         c->h2->inner = cb;
         /* What the input holds now was counted before libh2o was handed it (accept) or is
@@ -285,7 +287,9 @@ int h2o_http2_handle_upgrade(h2o_req_t *req, struct timeval connected_at)
         req->conn->callbacks->get_socket ? req->conn->callbacks->get_socket(req->conn) : NULL;
     struct h2s_conn *c = sock ? conn_of(sock) : NULL;
     int rc = real(req, connected_at);
-    if (rc == 0 && c)
+    if (rc == 0 && c) {
+        c->upgraded = 1;
         begin(c);
+    }
     return rc;
 }

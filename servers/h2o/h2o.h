@@ -8,6 +8,7 @@
  *   server.c    libh2o's configuration and TLS, start and stop, the engine table
  *   pool_fit.c  a waiting request's memory pool, cut to what it holds
  *   budget.c    the HTTP/2 flood budgets' filter in front of libh2o's HTTP/2 reads
+ *   h1watch.c   the HTTP/1 framing watch in front of libh2o's HTTP/1 reads
  */
 #ifndef SLOWSRV_H2O_H
 #define SLOWSRV_H2O_H
@@ -19,6 +20,7 @@
 #include <h2o.h>
 
 #include "../app.h"
+#include "http/h1frame.h"
 #include "http/h2budget.h"
 #include "run/loop.h"
 
@@ -57,9 +59,13 @@ struct h2s_conn {
     struct conn c; /* the core's (conn.h) */
     struct h2s_loop *loop;
     h2o_socket_t *sock;
-    struct h2s_h2 *h2;    /* NULL until it speaks HTTP/2 */
-    unsigned char busy;   /* libh2o runs under the filter: a close now frees it after */
-    unsigned char closed; /* its socket closed while busy */
+    struct h2s_h2 *h2;      /* NULL until it speaks HTTP/2 */
+    struct h1frame h1;      /* its HTTP/1 framing, while it speaks cleartext HTTP/1 (h1watch.c) */
+    h2o_socket_cb h1_inner; /* libh2o's HTTP/1 read callback, behind the watch */
+    unsigned char busy;     /* libh2o runs under the filter: a close now frees it after */
+    unsigned char closed;   /* its socket closed while busy */
+    unsigned char upgraded; /* it turned HTTP/2 by Upgrade: h2c, and the request that asked for
+                               it, which came as HTTP/1.1, is still to begin */
 };
 
 struct h2s_loop {
@@ -137,6 +143,17 @@ extern const struct loop_backend h2s_backend;
  * runs libh2o under it, if one does). */
 void h2s_on_conn_close(void *data);
 void h2s_conn_free(struct h2s_conn *c);
+
+/* h1watch.c */
+/* libh2o (re)starts reading c's socket with cb: the callback to install instead (the watch in
+ * front of cb), or cb itself where there is nothing to watch (TLS, no longer HTTP/1). */
+h2o_socket_cb h2s_h1_watch(struct h2s_conn *c, h2o_socket_t *sock, h2o_socket_cb cb);
+
+/* request.c */
+/* Answers c's request that h1frame refused (status, why) with the core's answer, written to the
+ * socket around libh2o: counted and logged as a refused head is. Its head is at the start of
+ * the socket's input. Returns 0 once the whole answer is written, -1 if it could not be. */
+int h2s_refuse_early(struct h2s_conn *c, unsigned status, const char *why);
 
 /* budget.c */
 /* A request of c was answered: budget given back. */

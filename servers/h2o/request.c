@@ -2,6 +2,7 @@
  * libh2o's requests turned into core events (exchange.h), and the core's answers handed to
  * libh2o: whole, paced, or cut.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -282,6 +283,14 @@ static size_t header_bytes(const h2o_req_t *req)
  * the answer is done. */
 static const struct head *raw_head(h2o_req_t *req, struct head *h, struct head_field *f)
 {
+    h2o_socket_t *sock = socket_of(req);
+    struct h2s_conn *c = sock ? sock->on_close.data : NULL;
+    /* The request an Upgrade: h2c was sent with is answered over HTTP/2 but came as HTTP/1.1,
+     * with the fields that asked for the upgrade, and its head as received is gone. */
+    if (req->version >= 0x200 && c && c->upgraded) {
+        c->upgraded = 0;
+        return NULL;
+    }
     if (req->version >= 0x200) {
         *h = (struct head){.method = req->method.base,
                            .mlen = req->method.len,
@@ -296,7 +305,6 @@ static const struct head *raw_head(h2o_req_t *req, struct head *h, struct head_f
         }
         return h;
     }
-    h2o_socket_t *sock = socket_of(req);
     h2o_buffer_t *in = sock ? sock->input : NULL;
     if (!in || head_parse(in->bytes, in->size, h, f) <= 0 || h->mlen != req->method.len ||
         memcmp(h->method, req->method.base, h->mlen) != 0 || h->tlen != req->path.len ||
@@ -392,4 +400,51 @@ void h2s_library_answer(h2o_logger_t *self, h2o_req_t *req)
                                .target_len = req->path_normalized.len,
                                .peer = plen ? (struct sockaddr *)&peer : NULL};
     exchange_library_answer(srv->svc, loop->core.shard, &in, (unsigned)req->res.status);
+}
+
+int h2s_refuse_early(struct h2s_conn *c, unsigned status, const char *why)
+{
+    h2o_socket_t *sock = c->sock;
+    struct head head;
+    struct head_field fields[HEAD_MAX_FIELDS];
+    if (head_parse(sock->input->bytes, sock->input->size, &head, fields) <= 0)
+        head = (struct head){.method = "-", .mlen = 1, .target = "", .tlen = 0};
+    char method[32], target[512];
+    snprintf(method, sizeof method, "%.*s", (int)head.mlen, head.method);
+    size_t tlen = head.tlen < sizeof target - 1 ? head.tlen : sizeof target - 1;
+    memcpy(target, head.target, tlen);
+    target[tlen] = '\0';
+    struct sockaddr_storage peer;
+    socklen_t plen = sizeof peer;
+    int fd = h2o_socket_get_fd(sock);
+    if (getpeername(fd, (struct sockaddr *)&peer, &plen) != 0)
+        plen = 0;
+    struct route_request in = {.method = method,
+                               .target = target,
+                               .target_len = tlen,
+                               .peer = plen ? (struct sockaddr *)&peer : NULL,
+                               .refused = status,
+                               .refused_why = why};
+    struct h2s_request *r = calloc(1, REQUEST_SIZE + exchange_size());
+    if (!r)
+        return -1;
+    r->x = (struct exchange *)(void *)((char *)r + REQUEST_SIZE);
+    r->loop = c->loop;
+    int rc = -1;
+    if (loop_begin(&c->loop->core, r->x, r, &c->c, &in) == EXCHANGE_DO_ANSWER) {
+        struct answer a;
+        char buf[1024];
+        exchange_answer_of(r->x, &a);
+        size_t n = answer_format_h1(&a, buf, sizeof buf);
+        struct iovec iov[2] = {{buf, n}, {(void *)(uintptr_t)a.body, a.body_len}};
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+        ssize_t w = n ? sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) : -1;
+        if (w >= 0 && (size_t)w == n + a.body_len) {
+            exchange_answer(r->x);
+            rc = 0;
+        }
+    }
+    loop_end(&c->loop->core, r->x);
+    free(r);
+    return rc;
 }

@@ -1,0 +1,95 @@
+/*
+ * The HTTP/1 framing watch: in front of libh2o's HTTP/1 read callback on a cleartext
+ * connection, it follows each request as its bytes arrive (common/http/h1frame.h) before libh2o
+ * reads them. libh2o 2.2.5 reads a request whole before any handler runs, answers some heads
+ * itself (its own text 400 past 100 fields) and takes what the core refuses (a trailer line
+ * without a colon, a chunk-size line of any length): the watch lets the core decide these, as
+ * on slowsrv.
+ *
+ * A refused request that is the first libh2o holds, with nothing under way on the connection,
+ * gets the core's answer, written around libh2o (h2s_refuse_early), and libh2o then closes the
+ * connection as if the client had left. One pipelined behind a request libh2o has still to
+ * answer is cut off there instead, and in its place libh2o reads a line that is no HTTP, which
+ * it answers with its own 400 and a close once the requests before are answered: the order of
+ * the answers stays, and nothing after the refused request is read.
+ *
+ * Over TLS the watch is off: libh2o may read a first request with the handshake, before the
+ * watch is in front of it. There libh2o's own answers stand.
+ */
+#include <string.h>
+
+#include "h2o.h"
+
+/* What libh2o reads in place of a refused request behind others: not a request line. */
+static const char NOT_HTTP[] = "\x01\r\n\r\n";
+
+static void on_read(h2o_socket_t *sock, const char *err);
+
+static struct h2s_conn *conn_of(h2o_socket_t *sock)
+{
+    return sock->on_close.data;
+}
+
+/* Calls libh2o's read callback; returns -1 if it closed the connection (c is freed then). */
+static int call_inner(struct h2s_conn *c, h2o_socket_t *sock, const char *err)
+{
+    c->busy++;
+    c->h1_inner(sock, err);
+    c->busy--;
+    if (c->closed) {
+        if (!c->busy)
+            h2s_conn_free(c);
+        return -1;
+    }
+    return 0;
+}
+
+static void on_read(h2o_socket_t *sock, const char *err)
+{
+    struct h2s_conn *c = conn_of(sock);
+    h2o_buffer_t *in = sock->input;
+    if (err || c->h1.state == H1FRAME_OFF) {
+        call_inner(c, sock, err);
+        return;
+    }
+    if (c->h1.state == H1FRAME_REFUSED) {
+        /* Behind a refused request: nothing more is read. */
+        in->size -= sock->bytes_read < in->size ? (size_t)sock->bytes_read : in->size;
+        return;
+    }
+    size_t fresh = sock->bytes_read < in->size ? (size_t)sock->bytes_read : in->size;
+    const char *why;
+    uint64_t back;
+    unsigned status = h1frame_feed(&c->h1, in->bytes, in->size, fresh, &why, &back);
+    if (!status) {
+        call_inner(c, sock, NULL);
+        return;
+    }
+    /* The refused request is the first libh2o holds (its head, or a body it is reading) and
+     * nothing is under way: answered here, then libh2o closes. */
+    if (back >= in->size && atomic_load(&c->c.active) == 0 &&
+        h2s_refuse_early(c, status, why) == 0) {
+        call_inner(c, sock, h2o_socket_error_closed);
+        return;
+    }
+    if (back < in->size) {
+        size_t start = in->size - (size_t)back;
+        memcpy(in->bytes + start, NOT_HTTP,
+               sizeof NOT_HTTP - 1 < back ? sizeof NOT_HTTP - 1 : (size_t)back);
+        in->size = start + (sizeof NOT_HTTP - 1 < back ? sizeof NOT_HTTP - 1 : (size_t)back);
+        call_inner(c, sock, NULL);
+        return;
+    }
+    /* Neither could be done (the answer did not fit in the socket): the connection ends. */
+    call_inner(c, sock, h2o_socket_error_closed);
+}
+
+h2o_socket_cb h2s_h1_watch(struct h2s_conn *c, h2o_socket_t *sock, h2o_socket_cb cb)
+{
+    if (cb == on_read || sock->ssl || c->h1.state == H1FRAME_OFF)
+        return cb;
+    if (!c->h1_inner)
+        h1frame_init(&c->h1, (size_t)c->loop->srv->cfg->max_header_size);
+    c->h1_inner = cb;
+    return on_read;
+}
