@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "http/head.h"
 #include "http/target.h"
@@ -11,6 +12,12 @@ void h1frame_init(struct h1frame *f, size_t max_trailer)
     memset(f, 0, sizeof *f);
     f->state = H1FRAME_HEAD;
     f->max_trailer = max_trailer;
+}
+
+void h1frame_init_stream(struct h1frame *f, size_t max_trailer)
+{
+    h1frame_init(f, max_trailer);
+    f->stream = 1;
 }
 
 static unsigned refuse(struct h1frame *f, unsigned status, const char *why)
@@ -26,6 +33,10 @@ static void next_request(struct h1frame *f, uint64_t at)
 {
     f->state = H1FRAME_HEAD;
     f->head_at = f->pos = at;
+    f->lines = f->chunked = f->switches = f->prelen = 0;
+    f->line = 0;
+    f->length = 0;
+    f->head_bytes = 0;
 }
 
 static void new_line(struct h1frame *f)
@@ -83,6 +94,83 @@ static unsigned on_head(struct h1frame *f, const char *buf, size_t len, uint64_t
         next_request(f, end);
     }
     return 0;
+}
+
+/* 1 if line[0..n) starts with field name `name` and its colon (any case); *v is then its value,
+ * without the whitespace before it. */
+static int field_is(const char *line, size_t n, const char *name, const char **v, size_t *vlen)
+{
+    size_t k = strlen(name);
+    if (n <= k || line[k] != ':' || strncasecmp(line, name, k) != 0)
+        return 0;
+    size_t i = k + 1;
+    while (i < n && (line[i] == ' ' || line[i] == '\t'))
+        i++;
+    *v = line + i;
+    *vlen = n - i;
+    return 1;
+}
+
+/* Stream mode: a line of the head ended (its start is in f->pre). Returns 1 at the blank line
+ * that ends the head. */
+static int head_line(struct h1frame *f)
+{
+    const char *v;
+    size_t vlen;
+    if (f->line == 0)
+        return f->lines > 0; /* blank lines before a request line are skipped */
+    if (f->lines < 255)
+        f->lines++;
+    if (f->lines == 1) {
+        memcpy(f->first, f->pre, f->prelen);
+        f->first_len = f->prelen;
+        if ((f->prelen >= 8 && memcmp(f->pre, "CONNECT ", 8) == 0) ||
+            (f->prelen >= 6 && memcmp(f->pre, "PRI * ", 6) == 0))
+            f->switches = 1;
+    } else if (field_is(f->pre, f->prelen, "Content-Length", &v, &vlen)) {
+        f->length = 0;
+        for (size_t i = 0; i < vlen && v[i] >= '0' && v[i] <= '9' && f->length < (1ULL << 60); i++)
+            f->length = f->length * 10 + (uint64_t)(v[i] - '0');
+    } else if (field_is(f->pre, f->prelen, "Transfer-Encoding", &v, &vlen)) {
+        f->chunked = 1;
+    } else if (field_is(f->pre, f->prelen, "Upgrade", &v, &vlen)) {
+        f->switches = 1;
+    }
+    return 0;
+}
+
+/* Stream mode: one byte of a head. */
+static void head_byte(struct h1frame *f, unsigned char c)
+{
+    if (++f->head_bytes > H1FRAME_HEAD_MAX) {
+        f->state = H1FRAME_OFF; /* the library's own limit answers it */
+        return;
+    }
+    if (c == '\r')
+        return;
+    if (c != '\n') {
+        if (f->prelen < sizeof f->pre)
+            f->pre[f->prelen++] = (char)c;
+        f->line++;
+        return;
+    }
+    int end = head_line(f);
+    f->line = 0;
+    f->prelen = 0;
+    if (!end)
+        return;
+    if (f->switches) {
+        f->state = H1FRAME_OFF;
+    } else if (f->chunked) {
+        f->state = H1FRAME_CHUNK_LINE;
+        new_line(f);
+    } else if (f->length) {
+        f->state = H1FRAME_BODY;
+        f->left = f->length;
+    } else {
+        next_request(f, f->pos);
+    }
+    f->trailer_bytes = f->trailer_fields = 0;
 }
 
 /* One byte of a chunk-size line. */
@@ -163,21 +251,21 @@ static unsigned trailer(struct h1frame *f, unsigned char c, uint64_t at)
     return 0;
 }
 
-unsigned h1frame_feed(struct h1frame *f, const char *buf, size_t len, size_t fresh,
-                      const char **why, uint64_t *at)
+/* Looks at the bytes from f->pos to end, which are buf[f->pos - base ...]. */
+static void run(struct h1frame *f, const char *buf, size_t len, uint64_t base, uint64_t end)
 {
-    /* Stream offsets: buf ends where the fresh bytes do. */
-    uint64_t end = f->pos + fresh;
-    uint64_t base = end - len;
     while (f->state != H1FRAME_OFF && f->state != H1FRAME_REFUSED && f->pos < end) {
         unsigned char c = (unsigned char)buf[f->pos - base];
         switch (f->state) {
         case H1FRAME_HEAD:
-            if (f->head_at < base) {
+            if (f->stream) {
+                f->pos++;
+                head_byte(f, c);
+            } else if (f->head_at < base) {
                 f->state = H1FRAME_OFF;
-                break;
+            } else {
+                on_head(f, buf, len, base);
             }
-            on_head(f, buf, len, base);
             break;
         case H1FRAME_BODY:
         case H1FRAME_CHUNK_DATA: {
@@ -217,9 +305,26 @@ unsigned h1frame_feed(struct h1frame *f, const char *buf, size_t len, size_t fre
             break;
         }
     }
+}
+
+unsigned h1frame_feed(struct h1frame *f, const char *buf, size_t len, size_t fresh,
+                      const char **why, uint64_t *at)
+{
+    /* Stream offsets: buf ends where the fresh bytes do. */
+    uint64_t end = f->pos + fresh;
+    run(f, buf, len, end - len, end);
     if (f->state != H1FRAME_REFUSED)
         return 0;
     *why = f->why;
     *at = end - f->head_at;
+    return f->status;
+}
+
+unsigned h1frame_feed_stream(struct h1frame *f, const char *buf, size_t len, const char **why)
+{
+    run(f, buf, len, f->pos, f->pos + len);
+    if (f->state != H1FRAME_REFUSED)
+        return 0;
+    *why = f->why;
     return f->status;
 }

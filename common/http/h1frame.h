@@ -16,6 +16,11 @@
  * A refused request is where the connection ends: nothing after it is read. What is not HTTP/1.x
  * (the HTTP/2 preface, a request that asks to switch protocols, CONNECT) ends the watch: the
  * library has it from there. Pure: the caller keeps the state, one per connection.
+ *
+ * In stream mode (h1frame_init_stream), for an engine that sees each byte once as its library
+ * receives it and checks heads elsewhere, a head is only followed to its end and read for its
+ * framing (Content-Length, Transfer-Encoding, Upgrade, CONNECT), and the chunk and trailer rows
+ * above apply.
  */
 #ifndef SLOWSRV_H1FRAME_H
 #define SLOWSRV_H1FRAME_H
@@ -57,7 +62,24 @@ struct h1frame {
     unsigned char cr;     /* the last byte of the line was CR */
     unsigned status;      /* H1FRAME_REFUSED: the refusal, its reason */
     const char *why;
+    /* Stream mode: the head being followed. */
+    unsigned char stream;    /* heads are followed byte by byte, not checked */
+    unsigned char lines;     /* lines of the head so far (at most 255 counted) */
+    unsigned char chunked;   /* it has Transfer-Encoding */
+    unsigned char switches;  /* Upgrade, CONNECT or HTTP/2's preface: the watch ends after it */
+    unsigned char prelen;    /* bytes of the current line kept in pre */
+    unsigned char first_len; /* bytes of the request line kept in first */
+    char pre[96];            /* the start of the current line (a field name and its value) */
+    char first[96];          /* the start of the request line (its method and target) */
+    uint64_t length;         /* its Content-Length */
+    size_t head_bytes;
 };
+
+/* A new connection's watch in stream mode (above). */
+void h1frame_init_stream(struct h1frame *f, size_t max_trailer);
+
+/* Stream mode: h1frame_feed with only the bytes that just arrived, buf[0..len). */
+unsigned h1frame_feed_stream(struct h1frame *f, const char *buf, size_t len, const char **why);
 
 /* A new connection's watch; max_trailer bytes of trailer fields are allowed. */
 void h1frame_init(struct h1frame *f, size_t max_trailer);

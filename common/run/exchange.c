@@ -389,6 +389,16 @@ enum exchange_do exchange_on_head(struct exchange *x, void *owner, struct conn *
     return plan_do(x);
 }
 
+enum exchange_do exchange_refuse(struct exchange *x, unsigned status, const char *why)
+{
+    if (x->answered)
+        return decide(x, EXCHANGE_DO_CLOSE);
+    route_plan_error(&x->plan, status, why);
+    x->plan.close = 1;
+    x->refused_head = 1;
+    return decide(x, EXCHANGE_DO_ANSWER);
+}
+
 enum exchange_do exchange_on_body(struct exchange *x, const void *buf, size_t len)
 {
     stats_bytes_in(x->shard, len);

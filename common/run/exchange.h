@@ -104,6 +104,12 @@ enum exchange_do exchange_on_head(struct exchange *x, void *owner, struct conn *
                                   const struct route_request *rq,
                                   void (*admit)(struct pool_entry *e));
 
+/* The engine found the framing of x's body bad below its library (h1frame.h): x is refused
+ * with `status` and `why` as a bad head is, counted under its route, and the connection closes
+ * after the answer. Returns ANSWER (the engine writes it around its library), or CLOSE if x has
+ * answered already. */
+enum exchange_do exchange_refuse(struct exchange *x, unsigned status, const char *why);
+
 /* Most bytes an engine reads and drops after an upload error, before it gives up on the client
  * and closes the connection. */
 #define EXCHANGE_DISCARD_MAX (64ULL << 20)

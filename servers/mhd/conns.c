@@ -39,6 +39,7 @@ void mhd_on_connection(void *cls, struct MHD_Connection *conn, void **socket_con
         loop_conn_opened(&loop->core, &w->c, ci->connect_fd,
                          cp && net_local_port(ci->connect_fd) == cp);
         *socket_context = w;
+        mhd_watch(w, ci->connect_fd, 1);
         if (loop->srv->backend->conn)
             loop->srv->backend->conn(w, 1);
         return;
@@ -50,6 +51,7 @@ void mhd_on_connection(void *cls, struct MHD_Connection *conn, void **socket_con
     }
     if (loop->srv->backend->conn)
         loop->srv->backend->conn(w, 0);
+    mhd_watch(w, w->c.fd, 0);
     loop_conn_closed(&loop->core, &w->c);
     free(w);
     *socket_context = NULL;

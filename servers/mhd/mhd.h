@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "../app.h"
+#include "http/h1frame.h"
 #include "run/loop.h"
 
 /* libmicrohttpd 0.9.75 walks every suspended connection of a daemon each time it resumes one
@@ -71,6 +72,10 @@ struct mhd_conn {
     size_t target_bytes; /* the current request's target, query included */
     struct MHD_Connection *conn;
     struct mhd_shard *shard;
+    struct request *current; /* the request whose exchange has begun, until it completes */
+    struct h1frame h1;       /* its framing (watch.c) */
+    int tls;                 /* read through a TLS session: watched there, not in recv */
+    int refuse_pending;      /* a refused request waits for those before it to be answered */
 };
 
 struct mhd_loop {
@@ -187,6 +192,19 @@ void mhd_on_connection(void *cls, struct MHD_Connection *conn, void **socket_con
 struct mhd_conn *mhd_conn_of(struct MHD_Connection *conn);
 /* The core loop's adopt (loop.h): the connection goes to a daemon of the loop's. */
 int mhd_adopt(void *ctx, int fd, const struct sockaddr *peer, socklen_t len, int control);
+
+/* watch.c */
+/* Sets up the table of watched sockets (before any connection). Returns 0, or -1. */
+int mhd_watch_init(void);
+/* Watches w's socket fd from its first byte (on), or no longer (off: before it is freed). */
+void mhd_watch(struct mhd_conn *w, int fd, int on);
+
+/* request.c */
+/* Answers w's request that h1frame refused (status, why) with the core's answer, written to fd
+ * (through the GnuTLS session over TLS, NULL otherwise) around libmicrohttpd: the request under way
+ * if its exchange has begun, else one named by the request line the watch kept. Counted and logged
+ * as a refused head is. Returns 0 once written. */
+int mhd_refuse_early(struct mhd_conn *w, int fd, void *session, unsigned status, const char *why);
 
 /* loop.c: what the event-loop models share. */
 /* Every resume goes through here, so that the loop knows which daemon to run. Returns its loop. */

@@ -3,6 +3,7 @@
  * actions carried out: answer, hold (suspend), reset, close.
  */
 #include <errno.h>
+#include <gnutls/gnutls.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "mhd.h"
+
 #include "base/net.h"
 
 /* Every header the core put in the answer. */
@@ -253,24 +255,34 @@ static const struct head *raw_head(struct request *rq, const char *method, const
  * of the body is read and dropped, and the connection is closed at its end. Over TLS the answer
  * waits for the end of the body. Returns 0, or -1 if the connection must close now (a partial
  * write). */
-static int answer_early(struct request *rq)
+/* Writes x's answer (exchange_answer_of) to the cleartext socket fd. Returns 1 if all of it
+ * went, 0 if nothing did, -1 if part of it did. */
+static int write_answer(int fd, struct exchange *x)
 {
     struct answer a;
     char head[1024];
+    exchange_answer_of(x, &a);
+    size_t n = answer_format_h1(&a, head, sizeof head);
+    struct iovec iov[2] = {{head, n}, {(void *)(uintptr_t)a.body, a.body_len}};
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+    ssize_t w = n ? sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
+    if (w <= 0)
+        return 0;
+    return (size_t)w == n + a.body_len ? 1 : -1;
+}
+
+static int answer_early(struct request *rq)
+{
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (rq->shard->loop->srv->tls_cert || !ci)
         return 0;
-    exchange_answer_of(rq->x, &a);
-    size_t n = answer_format_h1(&a, head, sizeof head);
-    struct iovec iov[2] = {{head, n}, {(void *)(uintptr_t)a.body, a.body_len}};
-    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
-    ssize_t w = n ? sendmsg(ci->connect_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
-    if (w <= 0)
+    int rc = write_answer(ci->connect_fd, rq->x);
+    if (rc == 0)
         return 0; /* nothing written: answered at the end of the body after all */
     rq->answered_early = 1;
     exchange_answer(rq->x);
-    return (size_t)w == n + a.body_len ? 0 : -1;
+    return rc > 0 ? 0 : -1;
 }
 
 /* Size of the request's header block, for --max-header-size: libmicrohttpd's size of the whole
@@ -332,6 +344,8 @@ enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const cha
             .head = raw_head(rq, method, version, &head, fields)};
         enum exchange_do d = loop_begin(&loop->core, rq->x, rq, w ? &w->c : NULL, &in);
         *req_cls = rq;
+        if (w)
+            w->current = rq;
         return act(rq, d);
     }
     if (*upload_data_size) {
@@ -407,9 +421,69 @@ void mhd_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                                    .peer = ci ? ci->client_addr : NULL};
         exchange_library_answer(loop->srv->svc, loop->core.shard, &in, st->http_status);
     }
+    struct mhd_conn *w = mhd_conn_of(conn);
+    if (w && w->current == rq)
+        w->current = NULL;
     if (rq->started)
         loop_end(&loop->core, rq->x);
     free(rq->raw_uri);
     free(rq);
     *req_cls = NULL;
+}
+
+/* Writes x's answer through the GnuTLS session of a TLS connection. Returns 1 if all of it
+ * went. */
+static int write_answer_tls(gnutls_session_t session, struct exchange *x)
+{
+    struct answer a;
+    char out[2048];
+    exchange_answer_of(x, &a);
+    size_t n = answer_format_h1(&a, out, sizeof out);
+    if (!n || n + a.body_len > sizeof out)
+        return 0;
+    memcpy(out + n, a.body, a.body_len);
+    return gnutls_record_send(session, out, n + a.body_len) == (ssize_t)(n + a.body_len);
+}
+
+int mhd_refuse_early(struct mhd_conn *w, int fd, void *session, unsigned status, const char *why)
+{
+    struct mhd_loop *loop = w->shard->loop;
+    struct request *rq = w->current;
+    if (rq && rq->started) {
+        if (rq->answered_early || exchange_refuse(rq->x, status, why) != EXCHANGE_DO_ANSWER)
+            return -1;
+        if ((session ? write_answer_tls(session, rq->x) : write_answer(fd, rq->x)) <= 0)
+            return -1;
+        rq->answered_early = 1;
+        exchange_answer(rq->x);
+        return 0;
+    }
+    /* Refused before libmicrohttpd read its head: a request of its own, named by its request
+     * line ("METHOD TARGET HTTP/1.x"). */
+    char method[32] = "-", target[96] = "";
+    const char *line = w->h1.first, *end = line + w->h1.first_len;
+    const char *sp = memchr(line, ' ', (size_t)(end - line));
+    if (sp && (size_t)(sp - line) < sizeof method) {
+        snprintf(method, sizeof method, "%.*s", (int)(sp - line), line);
+        const char *t = sp + 1, *sp2 = memchr(t, ' ', (size_t)(end - t));
+        snprintf(target, sizeof target, "%.*s", (int)((sp2 ? sp2 : end) - t), t);
+    }
+    struct request *own = new_request();
+    if (!own)
+        return -1;
+    own->shard = w->shard;
+    struct route_request in = {.method = method,
+                               .target = target,
+                               .target_len = strlen(target),
+                               .refused = status,
+                               .refused_why = why};
+    int rc = -1;
+    if (loop_begin(&loop->core, own->x, own, &w->c, &in) == EXCHANGE_DO_ANSWER &&
+        (session ? write_answer_tls(session, own->x) : write_answer(fd, own->x)) > 0) {
+        exchange_answer(own->x);
+        rc = 0;
+    }
+    loop_end(&loop->core, own->x);
+    free(own);
+    return rc;
 }

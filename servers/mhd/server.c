@@ -110,6 +110,10 @@ static int mhd_server_start(struct app_server *srv, struct app_base *base, char 
     size_t nshards = shards_per_loop(cfg, base->nloops);
     int rc = 0;
     srv->svc = base->svc;
+    if (mhd_watch_init() != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     srv->loops = calloc(base->nloops, sizeof *srv->loops);
     srv->nloops = srv->loops ? base->nloops : 0;
     for (size_t i = 0; i < srv->nloops; i++) {

@@ -487,7 +487,73 @@ static void hostile_leave_or_send_ahead_while_waiting(const struct itest_env *en
     stop_expect_clean(&s);
 }
 
+/* Chunk-size lines over 4 KiB (a 10 000-byte chunk extension) get the core's JSON 400 and the
+ * close at once, in every model of both binaries, with no timeout to fall back on
+ * (--idle-timeout 0, as config/ok-echo.json sets): no connection, descriptor or in-flight count
+ * outlives its client, the server does not spin, and --max-connections is never held. */
+static void hostile_long_chunk_lines(const struct itest_env *env)
+{
+    enum { N = 20 };
+    struct server s;
+    static char req[10200], buf[2048];
+    const char *args[] = {"--delay", "0",       "--idle-timeout", "0", "--max-connections",
+                          "30",      "--model", env->model,       NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    int n = snprintf(req, sizeof req,
+                     "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;");
+    memset(req + n, 'a', 10000);
+    n += 10000;
+    int fds[N];
+    for (int i = 0; i < N; i++) {
+        fds[i] = raw_connect(s.port);
+        CHECK(fds[i] >= 0 && send_all(fds[i], req, (size_t)n) == 0);
+    }
+    /* Half read their answer; the others leave without reading it. */
+    size_t refused = 0;
+    for (int i = 0; i < N; i++) {
+        if (fds[i] < 0)
+            continue;
+        if (i % 2 == 0) {
+            int closed = 0;
+            size_t got = read_until_close(fds[i], buf, sizeof buf - 1, 3000, &closed);
+            buf[got] = '\0';
+            refused += strncmp(buf, "HTTP/1.1 400 ", 13) == 0 && closed &&
+                       strstr(buf, "a chunk-size line over 4096 bytes") != NULL;
+        }
+        close(fds[i]);
+    }
+    if (refused != N / 2)
+        CHECK_FAIL_("%zu of %d clients got the JSON 400 and the close; the last read:\n%.300s",
+                    refused, N / 2, buf);
+    else
+        check_passed++;
+    double cpu0 = proc_cpu_seconds(s.pid), t0 = now_seconds();
+    usleep(500 * 1000);
+    double cpu = proc_cpu_seconds(s.pid) - cpu0, wall = now_seconds() - t0;
+    if (cpu > 0.25 * wall)
+        CHECK_FAIL_("the server used %.2f s of CPU in %.2f s after the clients left", cpu, wall);
+    else
+        check_passed++;
+    static struct reply r;
+    http_request(s.port, "GET", "/echo", NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    cJSON *j = settled_stats(h1(&s));
+    CHECK(j != NULL);
+    CHECK_INT(json_number(j, "in_flight"), 0);
+    cJSON_Delete(j);
+    /* The /stats request's own connection, once the others' closes are through. */
+    CHECK_INT(await_stat(h1(&s), "connections.open", 1, 3), 1);
+    j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "routes./echo.status.400"), N);
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
 static const struct itest_case cases[] = {
+    {"hostile_long_chunk_lines", hostile_long_chunk_lines, ITEST_PER_MODEL, 0},
     {"hostile_slowloris_2000", hostile_slowloris_2000, ITEST_PLAIN, 0},
     {"hostile_header_timeout_cuts_slowloris", hostile_header_timeout_cuts_slowloris, ITEST_PLAIN,
      0},

@@ -129,8 +129,66 @@ static void a_consuming_library_is_followed(void)
     CHECK_INT(back, sizeof c - 1);
 }
 
+/* Stream mode sees each byte once: the chunk and trailer rules hold as in the buffered mode, a
+ * head is only followed, and the request line is kept for the engine to name the request. */
+static void stream_mode_follows_bodies_in_any_pieces(void)
+{
+    static const struct {
+        const char *s;
+        size_t len;
+        unsigned want;
+    } streams[] = {
+        {S("POST / HTTP/1.1\r\nHost: x\r\ncontent-length: 5\r\n\r\nhello"
+           "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+           "5;ext=1\r\nhello\r\n0\r\nX-T: v\r\n\r\n"),
+         0},
+        {S("\r\nPOST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+           "5\r\nhello\r\n0\r\nGET /echo HTTP/1.1\r\n\r\n"),
+         400},
+        {S("POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\n0\r\nPOST / HTTP/1.1\r\n"
+           "Transfer-Encoding: chunked\r\n\r\nzz\r\n"),
+         400},
+        /* a body that looks like a long chunk line is a body */
+        {S("POST / HTTP/1.1\r\nContent-Length: 5000\r\n\r\n"), 0},
+        {S("GET / HTTP/1.1\r\nUpgrade: h2c\r\n\r\n5\r\nzz"), 0},
+        {S("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x12\x04"), 0},
+        {S("POST / HTTP/1.1\r\nHost: a b\r\n\r\n"), 0},
+    };
+    static char long_body[6000];
+    for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++) {
+        for (size_t step = 1; step <= 4096; step *= 8) {
+            struct h1frame f;
+            h1frame_init_stream(&f, 8192);
+            unsigned got = 0;
+            const char *why = NULL;
+            for (size_t at = 0; at < streams[i].len && !got; at += step) {
+                size_t n = streams[i].len - at < step ? streams[i].len - at : step;
+                got = h1frame_feed_stream(&f, streams[i].s + at, n, &why);
+            }
+            if (i == 3) {
+                memset(long_body, 'a', sizeof long_body);
+                got = h1frame_feed_stream(&f, long_body, 5000, &why);
+                CHECK_INT(f.state, H1FRAME_HEAD);
+            }
+            if (got != streams[i].want)
+                CHECK_FAIL_("stream %zu in pieces of %zu: %u, want %u", i, step, got,
+                            streams[i].want);
+        }
+    }
+    struct h1frame f;
+    const char *why;
+    h1frame_init_stream(&f, 8192);
+    const char req[] = "POST /echo?x=1 HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;";
+    CHECK_INT(h1frame_feed_stream(&f, req, sizeof req - 1, &why), 0);
+    CHECK(f.first_len == 23 && memcmp(f.first, "POST /echo?x=1 HTTP/1.1", 23) == 0);
+    memset(long_body, 'a', 4096);
+    CHECK_INT(h1frame_feed_stream(&f, long_body, 4096, &why), 400);
+    CHECK_INT(h1frame_feed_stream(&f, "x", 1, &why), 400);
+}
+
 int main(void)
 {
+    stream_mode_follows_bodies_in_any_pieces();
     requests_are_followed_and_refused();
     chunk_lines_and_trailers_are_bounded();
     a_consuming_library_is_followed();
