@@ -1,7 +1,12 @@
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* RTLD_NEXT */
+#endif
 #include "app.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,4 +243,16 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     config_cleanup(&cfg);
     LOG(&lg, LOG_LEVEL_INFO, "stopped");
     return 0;
+}
+
+void *app_library_fn(_Atomic(void *) *slot, const char *name)
+{
+    void *fn = atomic_load_explicit(slot, memory_order_relaxed);
+    if (!fn) {
+        fn = dlsym(RTLD_NEXT, name);
+        if (!fn)
+            abort(); /* the library is linked in: it cannot be missing */
+        atomic_store_explicit(slot, fn, memory_order_relaxed);
+    }
+    return fn;
 }

@@ -54,4 +54,9 @@ struct app_engine {
 /* Runs the program; returns its exit status. */
 int app_main(int argc, char **argv, const struct app_engine *engine);
 
+/* The library's definition of `name`, a function the program defines too in front of it (ELF
+ * symbol interposition: the engine's filters below its library's parsers), found once through
+ * dlsym(RTLD_NEXT) and kept in *slot. */
+void *app_library_fn(_Atomic(void *) *slot, const char *name);
+
 #endif

@@ -13,10 +13,6 @@
  * interposition): they mark the connection HTTP/2 and put the filter in front of libh2o's own
  * read callback, which it then calls. The real functions are found with dlsym(RTLD_NEXT).
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* RTLD_NEXT */
-#endif
-#include <dlfcn.h>
 #include <linux/sockios.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -31,19 +27,6 @@
 /* Room the kernel must have for the GOAWAY to be written at once: libh2o must never find a
  * write of ours still under way when it writes next. */
 #define GOAWAY_ROOM 4096
-
-/* The library's definition of an interposed function, found once (then it stays the same). */
-static void *library_fn(_Atomic(void *) *slot, const char *name)
-{
-    void *fn = atomic_load_explicit(slot, memory_order_relaxed);
-    if (!fn) {
-        fn = dlsym(RTLD_NEXT, name);
-        if (!fn)
-            abort(); /* the library is linked in: it cannot be missing */
-        atomic_store_explicit(slot, fn, memory_order_relaxed);
-    }
-    return fn;
-}
 
 static _Atomic(void *) real_read_start, real_accept, real_upgrade;
 
@@ -70,18 +53,10 @@ static int begin(struct h2s_conn *c)
     return 0;
 }
 
-/* Calls libh2o's read callback; returns 0, or -1 if it closed the connection (c is freed). */
+/* Calls libh2o's HTTP/2 read callback; returns 0, or -1 if it closed the connection. */
 static int call_inner(struct h2s_conn *c, h2o_socket_t *sock, const char *err)
 {
-    c->busy++;
-    c->h2->inner(sock, err);
-    c->busy--;
-    if (c->closed) {
-        if (!c->busy)
-            h2s_conn_free(c);
-        return -1;
-    }
-    return 0;
+    return h2s_call_library(c, sock, c->h2->inner, err);
 }
 
 /* libh2o reads what the filter passed; what it leaves is the start of a frame, counted already. */
@@ -229,8 +204,8 @@ void h2s_budget_free(struct h2s_h2 *h)
 void h2o_socket_read_start(h2o_socket_t *sock, h2o_socket_cb cb)
 {
     void (*real)(h2o_socket_t *, h2o_socket_cb) =
-        (void (*)(h2o_socket_t *, h2o_socket_cb))library_fn(&real_read_start,
-                                                            "h2o_socket_read_start");
+        (void (*)(h2o_socket_t *, h2o_socket_cb))app_library_fn(&real_read_start,
+                                                                "h2o_socket_read_start");
     struct h2s_conn *c = conn_of(sock);
     if (c && !c->h2)
         cb = h2s_h1_watch(c, sock, cb);
@@ -249,7 +224,7 @@ void h2o_socket_read_start(h2o_socket_t *sock, h2o_socket_cb cb)
 void h2o_http2_accept(h2o_accept_ctx_t *ctx, h2o_socket_t *sock, struct timeval connected_at)
 {
     void (*real)(h2o_accept_ctx_t *, h2o_socket_t *, struct timeval) =
-        (void (*)(h2o_accept_ctx_t *, h2o_socket_t *, struct timeval))library_fn(
+        (void (*)(h2o_accept_ctx_t *, h2o_socket_t *, struct timeval))app_library_fn(
             &real_accept, "h2o_http2_accept");
     struct h2s_conn *c = conn_of(sock);
     enum h2budget_verdict v = H2BUDGET_OK;
@@ -281,8 +256,8 @@ void h2o_http2_accept(h2o_accept_ctx_t *ctx, h2o_socket_t *sock, struct timeval 
 /* Upgrade: h2c: libh2o answers 101 and reads HTTP/2 once it is written (read_start above). */
 int h2o_http2_handle_upgrade(h2o_req_t *req, struct timeval connected_at)
 {
-    int (*real)(h2o_req_t *, struct timeval) =
-        (int (*)(h2o_req_t *, struct timeval))library_fn(&real_upgrade, "h2o_http2_handle_upgrade");
+    int (*real)(h2o_req_t *, struct timeval) = (int (*)(h2o_req_t *, struct timeval))app_library_fn(
+        &real_upgrade, "h2o_http2_handle_upgrade");
     h2o_socket_t *sock =
         req->conn->callbacks->get_socket ? req->conn->callbacks->get_socket(req->conn) : NULL;
     struct h2s_conn *c = sock ? conn_of(sock) : NULL;

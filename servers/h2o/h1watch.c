@@ -30,18 +30,10 @@ static struct h2s_conn *conn_of(h2o_socket_t *sock)
     return sock->on_close.data;
 }
 
-/* Calls libh2o's read callback; returns -1 if it closed the connection (c is freed then). */
+/* Calls libh2o's HTTP/1 read callback; returns -1 if it closed the connection. */
 static int call_inner(struct h2s_conn *c, h2o_socket_t *sock, const char *err)
 {
-    c->busy++;
-    c->h1_inner(sock, err);
-    c->busy--;
-    if (c->closed) {
-        if (!c->busy)
-            h2s_conn_free(c);
-        return -1;
-    }
-    return 0;
+    return h2s_call_library(c, sock, c->h1_inner, err);
 }
 
 static void on_read(h2o_socket_t *sock, const char *err)

@@ -143,6 +143,9 @@ extern const struct loop_backend h2s_backend;
  * runs libh2o under it, if one does). */
 void h2s_on_conn_close(void *data);
 void h2s_conn_free(struct h2s_conn *c);
+/* Runs libh2o's read callback cb of c's socket from a filter in front of it. Returns 0, or -1 if
+ * libh2o closed the connection meanwhile (c is freed then). */
+int h2s_call_library(struct h2s_conn *c, h2o_socket_t *sock, h2o_socket_cb cb, const char *err);
 
 /* h1watch.c */
 /* libh2o (re)starts reading c's socket with cb: the callback to install instead (the watch in

@@ -71,6 +71,19 @@ void h2s_conn_free(struct h2s_conn *c)
     free(c);
 }
 
+int h2s_call_library(struct h2s_conn *c, h2o_socket_t *sock, h2o_socket_cb cb, const char *err)
+{
+    c->busy++;
+    cb(sock, err);
+    c->busy--;
+    if (c->closed) {
+        if (!c->busy)
+            h2s_conn_free(c);
+        return -1;
+    }
+    return 0;
+}
+
 void h2s_on_conn_close(void *data)
 {
     struct h2s_conn *c = data;

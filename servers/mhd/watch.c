@@ -15,10 +15,6 @@
  * so is the recv under a TLS session, which carries TLS records. The table and the resolved
  * functions are the process's: one per program, set up once before any connection.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* RTLD_NEXT */
-#endif
-#include <dlfcn.h>
 #include <gnutls/gnutls.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -36,19 +32,6 @@ int shutdown(int fd, int how);
 static _Atomic(struct mhd_conn *) *watched;
 static size_t nwatched;
 static _Atomic(void *) real_recv, real_tls_recv;
-
-/* The library's definition of an interposed function, found once. */
-static void *library_fn(_Atomic(void *) *slot, const char *name)
-{
-    void *fn = atomic_load_explicit(slot, memory_order_relaxed);
-    if (!fn) {
-        fn = dlsym(RTLD_NEXT, name);
-        if (!fn)
-            abort(); /* the library is linked in: it cannot be missing */
-        atomic_store_explicit(slot, fn, memory_order_relaxed);
-    }
-    return fn;
-}
 
 /* The watched connection on descriptor fd, or NULL. */
 static struct mhd_conn *watched_on(int fd)
@@ -123,7 +106,7 @@ void mhd_watch(struct mhd_conn *w, int fd, int on)
 ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
     ssize_t (*real)(int, void *, size_t, int) =
-        (ssize_t(*)(int, void *, size_t, int))library_fn(&real_recv, "recv");
+        (ssize_t(*)(int, void *, size_t, int))app_library_fn(&real_recv, "recv");
     struct mhd_conn *w = watched_on(fd);
     if (!w || w->tls)
         return real(fd, buf, len, flags);
@@ -136,8 +119,8 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
 ssize_t gnutls_record_recv(gnutls_session_t session, void *data, size_t size)
 {
     ssize_t (*real)(gnutls_session_t, void *, size_t) =
-        (ssize_t(*)(gnutls_session_t, void *, size_t))library_fn(&real_tls_recv,
-                                                                 "gnutls_record_recv");
+        (ssize_t(*)(gnutls_session_t, void *, size_t))app_library_fn(&real_tls_recv,
+                                                                     "gnutls_record_recv");
     int fd = -1, send_fd;
     gnutls_transport_get_int2(session, &fd, &send_fd);
     struct mhd_conn *w = watched_on(fd);

@@ -48,6 +48,7 @@ every case passed, 1 if not.
 import json
 import multiprocessing
 import os
+import re
 import select
 import socket
 import ssl
@@ -375,6 +376,10 @@ def flooder(port, start, blob, stop_at):
         time.sleep(max(0.0, 0.05 - (time.time() - began)))
 
 
+# The control API's port (main), for POST /reset.
+CONTROL = []
+
+
 def flood_beside_honest_once(port):
     """Two flooding connections of each kind for 4 s beside an honest client of
     /test?delay=50ms; returns its requests, those answered 200 and the server's overshoot."""
@@ -385,8 +390,9 @@ def flood_beside_honest_once(port):
              (rapid_reset_blob(1, 2000), b""),
              (raw_frame(1, 5, 1, hpack_get("/echo?delay=5s")),
               raw_frame(2, 0, 1, b"\x00\x00\x00\x00\x10") * 100)]
-    run_h1.exchange(port, b"POST /reset HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
-                    "close")
+    # A new run in /stats (the control API's POST /reset): the figures are this run's alone.
+    run_h1.exchange(CONTROL[0], b"POST /reset HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    b"Content-Length: 0\r\n\r\n", "close")
     stop_at = time.time() + 4
     procs = [multiprocessing.Process(target=flooder, args=(port, st, bl, stop_at))
              for st, bl in kinds for _ in range(2)]
@@ -670,7 +676,15 @@ CASES = [
 def main():
     binary = sys.argv[1]
     only = sys.argv[sys.argv.index("--only") + 1:] if "--only" in sys.argv else []
-    proc, port = run_h1.start(binary, None, ["--idle-timeout", "2s"])
+    proc, port = run_h1.start(binary, None, ["--idle-timeout", "2s", "--control", "0"])
+    deadline = time.time() + 5
+    while not CONTROL and time.time() < deadline:
+        proc.err.seek(0)
+        m = re.search(rb" control=http://127\.0\.0\.1:(\d+)", proc.err.read())
+        if m:
+            CONTROL.append(int(m.group(1)))
+        else:
+            time.sleep(0.05)
     tmp = tempfile.mkdtemp()
     cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
