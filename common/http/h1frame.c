@@ -140,20 +140,28 @@ static int head_line(struct h1frame *f)
 }
 
 /* Stream mode: one byte of a head. */
-static void head_byte(struct h1frame *f, unsigned char c)
+/* Stream mode: the bytes p[0..n) of a head, from f->pos, up to and including its next LF; f->pos
+ * moves past them. */
+static void head_run(struct h1frame *f, const char *p, size_t n)
 {
-    if (++f->head_bytes > H1FRAME_HEAD_MAX) {
+    const char *lf = memchr(p, '\n', n);
+    size_t take = lf ? (size_t)(lf - p) + 1 : n;
+    f->pos += take;
+    f->head_bytes += take;
+    if (f->head_bytes > H1FRAME_HEAD_MAX) {
         f->state = H1FRAME_OFF; /* the library's own limit answers it */
         return;
     }
-    if (c == '\r')
-        return;
-    if (c != '\n') {
+    /* The line's bytes, CR aside, the first sizeof pre of them kept. */
+    for (size_t i = 0; i < take - (lf != NULL); i++) {
+        if (p[i] == '\r')
+            continue;
         if (f->prelen < sizeof f->pre)
-            f->pre[f->prelen++] = (char)c;
+            f->pre[f->prelen++] = p[i];
         f->line++;
-        return;
     }
+    if (!lf)
+        return;
     int end = head_line(f);
     f->line = 0;
     f->prelen = 0;
@@ -171,6 +179,7 @@ static void head_byte(struct h1frame *f, unsigned char c)
         next_request(f, f->pos);
     }
     f->trailer_bytes = f->trailer_fields = 0;
+    return;
 }
 
 /* One byte of a chunk-size line. */
@@ -259,8 +268,7 @@ static void run(struct h1frame *f, const char *buf, size_t len, uint64_t base, u
         switch (f->state) {
         case H1FRAME_HEAD:
             if (f->stream) {
-                f->pos++;
-                head_byte(f, c);
+                head_run(f, buf + (f->pos - base), (size_t)(end - f->pos));
             } else if (f->head_at < base) {
                 f->state = H1FRAME_OFF;
             } else {

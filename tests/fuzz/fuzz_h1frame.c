@@ -11,7 +11,9 @@
  *   - the answer is 0, 400 or 431, with a one-line reason exactly when it is not 0;
  *   - the refused request begins within what was fed;
  *   - both feeds give the same answer, at the same offset: the pieces do not matter;
- *   - once refused, every later call says the same.
+ *   - once refused, every later call says the same;
+ *   - the same in stream mode (each piece an exact-size copy of its own bytes): the same answer
+ *     in pieces as whole, 0, 400 or 431.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -55,6 +57,27 @@ static unsigned run(const uint8_t *s, size_t len, size_t step, uint64_t *begin)
     return st;
 }
 
+/* Stream mode: s[0..len) in pieces of step bytes, each given alone. */
+static unsigned run_stream(const uint8_t *s, size_t len, size_t step)
+{
+    struct h1frame f;
+    h1frame_init_stream(&f, 8192);
+    unsigned st = 0;
+    for (size_t at = 0; at < len && !st; at += step) {
+        size_t n = len - at < step ? len - at : step;
+        char *piece = malloc(n);
+        if (!piece)
+            abort();
+        memcpy(piece, s + at, n);
+        const char *why = NULL;
+        st = h1frame_feed_stream(&f, piece, n, &why);
+        if ((st != 0 && st != 400 && st != 431) || (st != 0) != (why != NULL && why[0] != '\0'))
+            __builtin_trap();
+        free(piece);
+    }
+    return st;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
@@ -64,6 +87,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned s1 = run(data + 1, size - 1, step, &b1);
     unsigned s2 = run(data + 1, size - 1, size, &b2);
     if (s1 != s2 || (s1 && b1 != b2))
+        __builtin_trap();
+    if (run_stream(data + 1, size - 1, step) != run_stream(data + 1, size - 1, size))
         __builtin_trap();
     return 0;
 }
