@@ -268,7 +268,8 @@ static void config_route_errors_name_the_entry(void)
          "routes[0].status: must be an HTTP status from 200 to 599"},
         {"{\"routes\": [{\"path\": \"/a\", \"method\": \"G T\"}]}", "routes[0].method: must be"},
         {"{\"routes\": [{\"path\": \"/a\", \"headers\": {\"X\": \"a\\r\\nb\"}}]}",
-         "routes[0].headers.X: must be a header name with a string value without control characters"},
+         "routes[0].headers.X: must be a header name with a string value without control "
+         "characters"},
         {"{\"routes\": [{\"path\": \"/a\", \"colour\": 1}]}", "routes[0].colour: unknown key"},
         {"{\"routes\": [{\"path\": \"/a\"}, {\"path\": \"/a\"}]}",
          "routes[1].path: '/a' is already routes[0]"},
