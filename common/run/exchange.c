@@ -324,6 +324,8 @@ static enum exchange_do call_begin(struct exchange *x, const struct route_reques
 /* The body arrived whole, as far as the control API keeps it. */
 static void call_body(struct exchange_call *c, const void *buf, size_t len)
 {
+    if (len == 0)
+        return; /* an empty body (libh2o hands one over for Content-Length: 0) */
     if (!c->too_big && c->rq.body_len + len > CONTROL_BODY_MAX) {
         c->too_big = 1;
         free(c->body);
