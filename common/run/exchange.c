@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "base/net.h"
@@ -725,6 +727,20 @@ void exchange_answer_of(struct exchange *x, struct answer *a)
         answer_add_header(a, "Connection", "close");
     a->reason = answer_reason(a->status);
     a->bodiless = answer_bodiless(a->status);
+}
+
+int exchange_write_h1(struct exchange *x, int fd)
+{
+    struct answer a;
+    char head[1024];
+    exchange_answer_of(x, &a);
+    size_t n = answer_format_h1(&a, head, sizeof head);
+    struct iovec iov[2] = {{head, n}, {(void *)(uintptr_t)a.body, a.body_len}};
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+    ssize_t w = n ? sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
+    if (w <= 0)
+        return 0;
+    return (size_t)w == n + a.body_len ? 1 : -1;
 }
 
 int exchange_cached_answer(const struct service *svc, size_t i, struct answer *a)

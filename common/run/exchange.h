@@ -160,6 +160,11 @@ enum exchange_do exchange_sleep(struct exchange *x, int (*sleep_fn)(void *arg, u
  * route table: valid until exchange_end. */
 void exchange_answer_of(struct exchange *x, struct answer *a);
 
+/* Writes x's answer (exchange_answer_of), head and body, to the cleartext socket fd without
+ * blocking, for an engine that must answer around its library. Returns 1 if all of it went, 0 if
+ * nothing did, -1 if part of it did. The caller then calls exchange_answer if anything went. */
+int exchange_write_h1(struct exchange *x, int fd);
+
 /* An engine that prebuilds one answer per route of the start table: fills *a with route i's
  * default answer (what exchange_answer_of gives with a->cached == i). Returns 0, or -1 if the
  * route has none fixed. Any thread, while svc lives. */

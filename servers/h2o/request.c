@@ -432,17 +432,10 @@ int h2s_refuse_early(struct h2s_conn *c, unsigned status, const char *why)
     r->loop = c->loop;
     int rc = -1;
     if (loop_begin(&c->loop->core, r->x, r, &c->c, &in) == EXCHANGE_DO_ANSWER) {
-        struct answer a;
-        char buf[1024];
-        exchange_answer_of(r->x, &a);
-        size_t n = answer_format_h1(&a, buf, sizeof buf);
-        struct iovec iov[2] = {{buf, n}, {(void *)(uintptr_t)a.body, a.body_len}};
-        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
-        ssize_t w = n ? sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) : -1;
-        if (w >= 0 && (size_t)w == n + a.body_len) {
+        int w = exchange_write_h1(r->x, fd);
+        if (w != 0)
             exchange_answer(r->x);
-            rc = 0;
-        }
+        rc = w > 0 ? 0 : -1;
     }
     loop_end(&c->loop->core, r->x);
     free(r);

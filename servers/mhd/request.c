@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "mhd.h"
@@ -255,29 +254,13 @@ static const struct head *raw_head(struct request *rq, const char *method, const
  * of the body is read and dropped, and the connection is closed at its end. Over TLS the answer
  * waits for the end of the body. Returns 0, or -1 if the connection must close now (a partial
  * write). */
-/* Writes x's answer (exchange_answer_of) to the cleartext socket fd. Returns 1 if all of it
- * went, 0 if nothing did, -1 if part of it did. */
-static int write_answer(int fd, struct exchange *x)
-{
-    struct answer a;
-    char head[1024];
-    exchange_answer_of(x, &a);
-    size_t n = answer_format_h1(&a, head, sizeof head);
-    struct iovec iov[2] = {{head, n}, {(void *)(uintptr_t)a.body, a.body_len}};
-    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
-    ssize_t w = n ? sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
-    if (w <= 0)
-        return 0;
-    return (size_t)w == n + a.body_len ? 1 : -1;
-}
-
 static int answer_early(struct request *rq)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (rq->shard->loop->srv->tls_cert || !ci)
         return 0;
-    int rc = write_answer(ci->connect_fd, rq->x);
+    int rc = exchange_write_h1(rq->x, ci->connect_fd);
     if (rc == 0)
         return 0; /* nothing written: answered at the end of the body after all */
     rq->answered_early = 1;
@@ -452,7 +435,7 @@ int mhd_refuse_early(struct mhd_conn *w, int fd, void *session, unsigned status,
     if (rq && rq->started) {
         if (rq->answered_early || exchange_refuse(rq->x, status, why) != EXCHANGE_DO_ANSWER)
             return -1;
-        if ((session ? write_answer_tls(session, rq->x) : write_answer(fd, rq->x)) <= 0)
+        if ((session ? write_answer_tls(session, rq->x) : exchange_write_h1(rq->x, fd)) <= 0)
             return -1;
         rq->answered_early = 1;
         exchange_answer(rq->x);
@@ -479,7 +462,7 @@ int mhd_refuse_early(struct mhd_conn *w, int fd, void *session, unsigned status,
                                .refused_why = why};
     int rc = -1;
     if (loop_begin(&loop->core, own->x, own, &w->c, &in) == EXCHANGE_DO_ANSWER &&
-        (session ? write_answer_tls(session, own->x) : write_answer(fd, own->x)) > 0) {
+        (session ? write_answer_tls(session, own->x) : exchange_write_h1(own->x, fd)) > 0) {
         exchange_answer(own->x);
         rc = 0;
     }
