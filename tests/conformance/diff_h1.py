@@ -2,7 +2,9 @@
 """A differential probe of HTTP/1.1 framing and head checks: generated requests, the same bytes
 to slowsrv and slowsrv-h2o, and the answers compared.
 
-    diff_h1.py BINARY OTHER_BINARY [--seed N] [--cases N] [--print]
+    diff_h1.py BINARY OTHER_BINARY [--model MODEL] [--seed N] [--cases N] [--print]
+
+MODEL is BINARY's thread model (its default if not given).
 
 Each case is a well-formed request (GET, POST with Content-Length, chunked POST, an upload, a
 pipelined pair) with one to three mutations drawn from a seeded generator: a byte put into the
@@ -123,8 +125,9 @@ def main():
     seed = int(argv[argv.index("--seed") + 1]) if "--seed" in argv else 1
     n = int(argv[argv.index("--cases") + 1]) if "--cases" in argv else 300
     show = "--print" in argv
+    model = argv[argv.index("--model") + 1] if "--model" in argv else None
     run_h1.SILENCE = 1.0
-    pa, porta = run_h1.start(a, None, ["--delay", "0"])
+    pa, porta = run_h1.start(a, model, ["--delay", "0"])
     pb, portb = run_h1.start(b, None, ["--delay", "0"])
     differ = known = 0
     try:
