@@ -478,6 +478,32 @@ static void reset(struct control *c, const char *who, struct control_answer *a)
     answer_json(a, 200, o);
 }
 
+/* POST /scenario/start: now, or at the wall-clock instant of {"at": "<RFC 3339>"}. Returns 0
+ * once started, or -EINVAL with the error answered. */
+static int start_at(struct control *c, const cJSON *body, const char *who, struct control_answer *a)
+{
+    double at = 0;
+    for (const cJSON *it = cJSON_IsObject(body) ? body->child : NULL; it; it = it->next) {
+        if (strcmp(it->string, "at") != 0) {
+            field_error(a, "body: unknown key (at)");
+            return -EINVAL;
+        }
+        if (!cJSON_IsString(it) || config_time_parse(it->valuestring, &at) != 0) {
+            field_error(a, "at: must be an RFC 3339 instant such as \"2026-12-04T10:00:00Z\"");
+            return -EINVAL;
+        }
+    }
+    if (body && !cJSON_IsObject(body)) {
+        field_error(a, "body: must be {\"at\": \"<RFC 3339 instant>\"} or empty");
+        return -EINVAL;
+    }
+    if (at > 0)
+        scenario_start_at(c->scenario, at, who);
+    else
+        scenario_start(c->scenario, who);
+    return 0;
+}
+
 static void scenario_answer(struct control *c, struct control_answer *a)
 {
     cJSON *o = cJSON_CreateObject();
@@ -549,7 +575,7 @@ static void handle(struct control *c, const struct control_request *rq, struct c
     if (gate(c, rq, out))
         return;
     if (rq->body_len > CONTROL_BODY_MAX || (rq->body_len && !rq->body)) {
-        control_error(out, 413, "body over 1 MiB: a change is a small JSON object");
+        control_error(out, 413, "body over 16 MiB: send fewer routes at a time");
         return;
     }
     /* JSON is UTF-8 text (RFC 8259); a NUL, sent or escaped, would cut a string short. */
@@ -619,13 +645,12 @@ static void handle(struct control *c, const struct control_request *rq, struct c
         int start = path[10] == 's' && path[11] == 't' && path[12] == 'a';
         if (strcmp(m, "POST") != 0) {
             not_allowed(out, "POST");
-        } else if (!c->scenario) {
+        } else if (!scenario_phases(c->scenario)) {
             control_error(out, 409, "no scenario: give one in the config file's \"scenario\"");
-        } else {
-            if (start)
-                scenario_start(c->scenario, who);
-            else
-                scenario_stop(c->scenario, who);
+        } else if (start && start_at(c, body, who, out) == 0) {
+            scenario_answer(c, out);
+        } else if (!start) {
+            scenario_stop(c->scenario, who);
             scenario_answer(c, out);
         }
     } else {
@@ -684,19 +709,32 @@ int control_init(struct control *c, struct service *svc, const struct config *cf
     c->cfg = cfg;
     c->log = lg;
     c->scenario = NULL;
-    if (!cfg->scenario)
+    c->base = NULL;
+    c->scenario_manual = cfg->scenario_manual;
+    c->scenario_at = cfg->scenario_at;
+    c->scenario_json = cfg->scenario ? strdup(cfg->scenario) : NULL;
+    if (cfg->scenario && !c->scenario_json) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    /* A config file may bring a scenario when it is reloaded. */
+    if (!cfg->scenario && !cfg->config_file[0])
         return 0;
-    return scenario_new(&c->scenario, c, err, errlen);
-}
-
-void control_start(struct control *c)
-{
-    if (c->scenario && !c->cfg->scenario_manual)
-        scenario_start(c->scenario, "start");
+    int rc = scenario_new(&c->scenario, c, err, errlen);
+    if (rc != 0)
+        control_cleanup(c);
+    return rc;
 }
 
 void control_cleanup(struct control *c)
 {
     scenario_free(c->scenario);
     c->scenario = NULL;
+    if (c->base) {
+        route_table_cleanup(c->base);
+        free(c->base);
+        c->base = NULL;
+    }
+    free(c->scenario_json);
+    c->scenario_json = NULL;
 }

@@ -208,7 +208,8 @@ static int init_with(struct route_table *t, const struct config *cfg,
     t->count = 0;
     t->cfg = cfg;
     t->generation = generation;
-    t->live = cfg->control_host[0] != '\0' || cfg->scenario != NULL;
+    /* A table that can change, or has: its answers name their generation. */
+    t->live = cfg->control_host[0] != '\0' || cfg->scenario != NULL || generation > 1;
     t->seed = cfg->seed;
     t->max_delay_us = cfg->max_delay_us;
     t->overrides = !cfg->no_overrides;

@@ -83,7 +83,8 @@ struct route_table {
     struct strmap index;        /* path -> index in routes */
     const struct config *cfg;   /* what it was built from (the built-in routes, the limits) */
     uint64_t generation;        /* 1 for the table of the start; each change makes the next */
-    int live;                   /* the table can change (--control, a scenario): every answer
+    int live;                   /* the table can change (--control, a scenario) or has (a
+                                   reload, a change): every answer
                                    names its generation in Server-Timing ("gen;desc=N") */
     struct config_route *owned; /* the config routes it was built from, its own copies */
     size_t nowned;
