@@ -231,8 +231,11 @@ long long control_reload(struct control *c, const struct config *next, uint64_t 
         if (rc == 0 && (rc = control_list_add(&l, &r)) != 0)
             config_route_free(&r);
     }
-    if (rc == 0 && (rc = route_table_init_routes(base, next, next->routes, next->nroutes, 0)) == 0)
+    if (rc == 0 &&
+        (rc = route_table_init_routes(base, next, next->routes, next->nroutes, 0)) == 0) {
         base_made = 1;
+        base->cfg = &c->svc->next_cfg; /* next goes once this returns; the table owns its routes */
+    }
     int scenario_changed =
         c->scenario &&
         (c->scenario_manual != next->scenario_manual || c->scenario_at != next->scenario_at ||
@@ -247,12 +250,15 @@ long long control_reload(struct control *c, const struct config *next, uint64_t 
     if (rc == 0) {
         service_change_lock(c->svc);
         *from = service_live(c->svc)->generation;
+        struct config was = c->svc->next_cfg; /* to undo the live options on a failure */
         service_set_live(c->svc, next);
         gen = service_publish(c->svc, l.r, l.n);
         if (gen >= 0) {
             struct route_table *old = c->base;
             c->base = base;
             base = old;
+        } else {
+            service_set_live(c->svc, &was);
         }
         service_change_unlock(c->svc);
         if (gen < 0)
