@@ -1206,6 +1206,10 @@ static double unix_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* How late a phase may begin after its instant here: a thread's wake-up on a 2-core host that
+ * runs the suite two tests at a time (about a millisecond when idle). */
+#define LATE 0.1
+
 /* The began_at of scenario phase i in /stats, or -1 while it has not begun. */
 static double phase_began(const struct server *s, int i)
 {
@@ -1284,13 +1288,13 @@ static void reload_follows_a_configmap_swap(const struct itest_env *env)
     read_until_text(fd, buf, sizeof buf, "\r\n\r\nok", 3000);
     CHECK(strstr(buf, "delay;dur=40") != NULL);
     close(fd);
-    /* Its scenario starts at its instant: not before, then within 50 ms of it. */
+    /* Its scenario starts at its instant: not before, then within LATE of it. */
     CHECK(phase_began(&s, 0) < 0);
     while (unix_now() < at + 0.45)
         usleep(10 * 1000);
     double b0 = phase_began(&s, 0), b1 = phase_began(&s, 1);
-    if (b0 < at || b0 > at + 0.05 || b1 < at + 0.3 || b1 > at + 0.35)
-        CHECK_FAIL_("phases began %.3f and %.3f s after the instant, want 0 and 0.3 (+0.05)",
+    if (b0 < at || b0 > at + LATE || b1 < at + 0.3 || b1 > at + 0.3 + LATE)
+        CHECK_FAIL_("phases began %.3f and %.3f s after the instant, want 0 and 0.3 (+0.1)",
                     b0 - at, b1 - at);
     struct reply r;
     double dur;
@@ -1337,7 +1341,7 @@ static void scenario_starts_at_an_instant(const struct itest_env *env)
     while (unix_now() < at + 0.3)
         usleep(10 * 1000);
     double b0 = phase_began(&s, 0), b1 = phase_began(&s, 1);
-    if (b0 < at || b0 > at + 0.05 || b1 < at + 0.2 || b1 > at + 0.25)
+    if (b0 < at || b0 > at + LATE || b1 < at + 0.2 || b1 > at + 0.2 + LATE)
         CHECK_FAIL_("config: phases began %.3f and %.3f s after the instant", b0 - at, b1 - at);
     http_request(s.port, "GET", "/test", NULL, NULL, &r);
     CHECK_INT(answer_plan(&r, &dur, &gen), 0);
@@ -1353,7 +1357,7 @@ static void scenario_starts_at_an_instant(const struct itest_env *env)
     while (unix_now() < at + 0.3)
         usleep(10 * 1000);
     b0 = phase_began(&s, 0);
-    if (b0 < at || b0 > at + 0.05)
+    if (b0 < at || b0 > at + LATE)
         CHECK_FAIL_("API: phase 0 began %.3f s after the instant", b0 - at);
     cJSON *e = NULL;
     CHECK_INT(api(cp, "POST", "/scenario/start", "{\"at\": \"tomorrow\"}", NULL, &e), 400);
