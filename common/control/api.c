@@ -84,13 +84,15 @@ static int authorized(const struct control *c, const struct control_request *rq)
 }
 
 /* Percent-decodes PATH of a target "/routes/PATH" (p, n bytes) into out (len bytes) as the route
- * path "/PATH"; a PATH that starts with an escaped slash is the whole path, encoded as one
- * component ("%2Fapi%2Forders%2F%7Bid%7D"). Returns 0, or -1 for a bad escape, a NUL or a path
- * too long. */
+ * path "/PATH"; a PATH that starts with a slash, escaped or not, is the whole path, encoded as one
+ * component ("%2Fapi%2Forders%2F%7Bid%7D": libmicrohttpd hands it over decoded once). Returns 0,
+ * or -1 for a bad escape, a NUL or a path too long. */
 static int route_path_of(const char *p, size_t n, char *out, size_t len)
 {
     size_t o = 0;
-    if (n < 3 || p[0] != '%' || p[1] != '2' || (p[2] != 'F' && p[2] != 'f'))
+    int whole = (n >= 1 && p[0] == '/') ||
+                (n >= 3 && p[0] == '%' && p[1] == '2' && (p[2] == 'F' || p[2] == 'f'));
+    if (!whole)
         out[o++] = '/';
     for (size_t i = 0; i < n; i++) {
         char ch = p[i];

@@ -821,6 +821,7 @@ static void log_request(struct exchange *x)
         .client = r->client,
         .method = r->method,
         .target = r->target,
+        .route = x->plan.route ? x->plan.route->path : NULL,
         .status = x->answered,
         .bytes_in = r->bytes_in,
         .bytes_out = x->answered ? x->plan.body_len : 0,
@@ -912,6 +913,7 @@ void exchange_library_answer(struct service *svc, struct stats_shard *sh,
                                         .client = client,
                                         .method = rq->method,
                                         .target = target,
+                                        .route = r ? r->path : NULL,
                                         .status = status};
             accesslog_write(svc->access, &e);
         }
