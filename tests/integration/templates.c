@@ -206,7 +206,7 @@ static void template_counters_name_the_template(const struct itest_env *env)
     char cfg[512], log[300];
     snprintf(cfg, sizeof cfg, "%s", write_file(env, "tpl.json", precedence_cfg));
     snprintf(log, sizeof log, "%s/access.log", env->tmpdir);
-    const char *args[] = {"--config", cfg, "--access-log", log, NULL};
+    const char *args[] = {"--config", cfg, "--access-log", log, "--max-body", "1K", NULL};
     if (!start(env, &s, args))
         return;
     static struct reply r;
@@ -216,9 +216,16 @@ static void template_counters_name_the_template(const struct itest_env *env)
         http_request(s.port, "GET", asked[i], NULL, NULL, &r);
         CHECK_INT(r.status, 200);
     }
+    /* A body over --max-body: answered by the core (slowsrv) or by libh2o before the core sees
+     * the request (slowsrv-h2o), counted under the template either way. */
+    static char big[2048];
+    memset(big, 'x', sizeof big - 1);
+    http_request(s.port, "POST", "/api/orders/9", big, NULL, &r);
+    CHECK_INT(r.status, 413);
     cJSON *j = settled_stats(h1(&s));
-    CHECK_INT(json_number(j, "routes./api/orders/{id}.requests"), 3);
+    CHECK_INT(json_number(j, "routes./api/orders/{id}.requests"), 4);
     CHECK_INT(json_number(j, "routes./api/orders/{id}.status.200"), 3);
+    CHECK_INT(json_number(j, "routes./api/orders/{id}.status.413"), 1);
     CHECK_INT(json_number(j, "routes./api/orders/recent.requests"), 1);
     CHECK_INT(json_number(j, "routes./files/*.requests"), 1);
     CHECK_INT(json_number(j, "routes./api/orders/1.requests"), -1);
@@ -230,7 +237,10 @@ static void template_counters_name_the_template(const struct itest_env *env)
     CHECK(strstr(r.body, "route=\"/api/orders/1\"") == NULL);
     stop_expect_clean(&s);
     cJSON *lines[8];
-    CHECK_INT(json_lines(log, lines, 8), 5);
+    int n = json_lines(log, lines, 8);
+    CHECK_INT(n, 6);
+    if (n == 6)
+        cJSON_Delete(lines[5]); /* the 413 */
     for (int i = 0; i < 5; i++) {
         const char *route = i < 3 ? "/api/orders/{id}" : i == 3 ? "/api/orders/recent" : "/files/*";
         CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(lines[i], "path")), asked[i]);
