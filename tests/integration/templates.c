@@ -186,6 +186,34 @@ static void ambiguous_templates_are_refused(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
+/* A scenario's phase changes a template by its text, for every id it matches. */
+static void scenario_changes_a_template(const struct itest_env *env)
+{
+    struct server s;
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, "%s",
+             write_file(env, "scenario.json",
+                        "{\"routes\": [{\"path\": \"/a/{x}\", \"body\": \"x\"}], \"scenario\": ["
+                        "{\"at\": \"0s\", \"name\": \"start\"},"
+                        "{\"at\": \"300ms\", \"name\": \"down\", \"routes\": "
+                        "{\"/a/{x}\": {\"status\": 503, \"body\": \"down\"}}}]}"));
+    const char *args[] = {"--config", cfg, NULL};
+    if (!start(env, &s, args))
+        return;
+    static struct reply r;
+    http_request(s.port, "GET", "/a/1", NULL, NULL, &r);
+    CHECK_STR(r.body, "x");
+    double t0 = now_seconds();
+    do
+        http_request(s.port, "GET", "/a/2", NULL, NULL, &r);
+    while (r.status != 503 && now_seconds() - t0 < 3);
+    CHECK_INT(r.status, 503);
+    CHECK_STR(r.body, "down");
+    http_request(s.port, "GET", "/a/3", NULL, NULL, &r);
+    CHECK_INT(r.status, 503);
+    stop_expect_clean(&s);
+}
+
 /* The lines of the file at path, parsed; returns how many (at most max). */
 static int json_lines(const char *path, cJSON **lines, int max)
 {
@@ -403,6 +431,7 @@ static const struct itest_case cases[] = {
     {"templates_match_by_precedence", templates_match_by_precedence, ITEST_PLAIN, 0},
     {"ambiguous_templates_are_refused", ambiguous_templates_are_refused, ITEST_PLAIN, 0},
     {"template_counters_name_the_template", template_counters_name_the_template, ITEST_PLAIN, 0},
+    {"scenario_changes_a_template", scenario_changes_a_template, ITEST_PLAIN, 0},
     {"template_draws_repeat_per_route", template_draws_repeat_per_route, ITEST_BOTH, 0},
     {"ten_thousand_template_routes_are_served", ten_thousand_template_routes_are_served, ITEST_BOTH,
      0},
