@@ -84,11 +84,16 @@ static int authorized(const struct control *c, const struct control_request *rq)
 }
 
 /* Percent-decodes PATH of a target "/routes/PATH" (p, n bytes) into out (len bytes) as the route
- * path "/PATH". Returns 0, or -1 for a bad escape, a NUL or a path too long. */
+ * path "/PATH"; a PATH that starts with a slash, escaped or not, is the whole path, encoded as one
+ * component ("%2Fapi%2Forders%2F%7Bid%7D": libmicrohttpd hands it over decoded once). Returns 0,
+ * or -1 for a bad escape, a NUL or a path too long. */
 static int route_path_of(const char *p, size_t n, char *out, size_t len)
 {
     size_t o = 0;
-    out[o++] = '/';
+    int whole = (n >= 1 && p[0] == '/') ||
+                (n >= 3 && p[0] == '%' && p[1] == '2' && (p[2] == 'F' || p[2] == 'f'));
+    if (!whole)
+        out[o++] = '/';
     for (size_t i = 0; i < n; i++) {
         char ch = p[i];
         if (ch == '%') {
@@ -365,6 +370,21 @@ static void put_routes(struct control *c, const cJSON *body, const char *who,
         }
     }
     strmap_cleanup(&seen);
+    size_t first, second;
+    int clash = config_routes_clash(l.r, l.n, &first, &second);
+    if (clash != 0) {
+        if (clash > 0) {
+            snprintf(msg, sizeof msg,
+                     "routes[%zu].path: '%s' and routes[%zu] '%s' match the same paths and "
+                     "neither is more precise; keep one",
+                     second, l.r[second].path, first, l.r[first].path);
+            control_error(a, 409, msg);
+        } else {
+            control_error(a, 500, "out of memory");
+        }
+        control_list_free(&l);
+        return;
+    }
     service_change_lock(c->svc);
     long long gen = control_publish(c, &l, who, "PUT /routes", NULL, service_live(c->svc));
     service_change_unlock(c->svc);
@@ -399,9 +419,18 @@ static void add_route(struct control *c, const cJSON *body, const char *who,
     struct route_table *t = service_live(c->svc);
     long long gen = -1;
     int rc = control_list_of(&l, t);
+    size_t first = 0, second = 0;
+    char msg[CORE_ERR_LEN + 64];
     if (rc == 0 && route_find(t, r.path) >= 0) {
         rc = -EEXIST;
-    } else if (rc == 0 && (rc = control_list_add(&l, &r)) == 0) {
+    } else if (rc == 0 && (rc = control_list_add(&l, &r)) == 0 &&
+               (rc = config_routes_clash(l.r, l.n, &first, &second)) > 0) {
+        snprintf(msg, sizeof msg,
+                 "path: '%s' and the route '%s' match the same paths and neither is more "
+                 "precise; PATCH or DELETE that one",
+                 l.r[second].path, l.r[first].path);
+        rc = -EBUSY;
+    } else if (rc == 0) {
         char line[300];
         snprintf(line, sizeof line, "POST /routes %s", l.r[l.n - 1].path);
         gen = control_publish(c, &l, who, line, l.r[l.n - 1].path, t);
@@ -413,6 +442,8 @@ static void add_route(struct control *c, const cJSON *body, const char *who,
     config_route_free(&r);
     if (rc == -EEXIST)
         control_error(a, 409, "path: this route exists; PATCH /routes/PATH changes it");
+    else if (rc == -EBUSY)
+        control_error(a, 409, msg);
     else if (rc == -ENOSPC)
         table_full(a);
     else if (rc != 0)

@@ -2,6 +2,7 @@
 #include "base/strmap.h"
 #include "base/cpus.h"
 #include "http/target.h"
+#include "plan/pathtrie.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -801,6 +802,8 @@ int config_route_apply(struct config_route *r, const cJSON *o, int with_path, ch
                 snprintf(why, whylen, "path: must be a string starting with / (no query)");
                 return -EINVAL;
             }
+            if (pathtrie_kind_of(it->valuestring, why, whylen) < 0)
+                return -EINVAL;
             int dot = has_dot_segment(it->valuestring);
             if (dot < 0) {
                 snprintf(why, whylen, "path: out of memory");
@@ -1070,6 +1073,43 @@ static int load_routes(struct config *cfg, const char *path, const cJSON *arr, c
         }
     }
     strmap_cleanup(&seen);
+    size_t a, b;
+    int clash = rc == 0 ? config_routes_clash(cfg->routes, n, &a, &b) : 0;
+    if (clash < 0) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        rc = -ENOMEM;
+    } else if (clash) {
+        snprintf(err, errlen,
+                 "%s: routes[%zu].path: '%s' and routes[%zu] '%s' match the same paths and "
+                 "neither is more precise; keep one",
+                 path, b, cfg->routes[b].path, a, cfg->routes[a].path);
+        rc = -EINVAL;
+    }
+    return rc;
+}
+
+int config_routes_clash(const struct config_route *routes, size_t n, size_t *first, size_t *second)
+{
+    struct pathtrie pt;
+    char why[8];
+    if (pathtrie_init(&pt) != 0)
+        return -ENOMEM;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        int kind = pathtrie_kind_of(routes[i].path, why, sizeof why);
+        if (kind != PATHTRIE_TEMPLATE && kind != PATHTRIE_WILDCARD)
+            continue;
+        size_t other;
+        int added = pathtrie_add(&pt, routes[i].path, i, &other);
+        if (added == -EEXIST) {
+            *first = other;
+            *second = i;
+            rc = 1;
+        } else if (added != 0) {
+            rc = -ENOMEM;
+        }
+    }
+    pathtrie_cleanup(&pt);
     return rc;
 }
 

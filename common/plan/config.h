@@ -210,6 +210,11 @@ int config_route_copy(struct config_route *dst, const struct config_route *src);
 /* Frees the strings of r and zeroes it. */
 void config_route_free(struct config_route *r);
 
+/* Finds two of the n routes that no precedence can order: templates (or wildcards) with the
+ * same segments but for the names in braces, "/a/{x}" and "/a/{y}" (pathtrie.h). Returns 1 with
+ * their indexes in *first < *second, 0 if there are none, or -ENOMEM. */
+int config_routes_clash(const struct config_route *routes, size_t n, size_t *first, size_t *second);
+
 /* Writes the --help text of `engine`'s program to `out`. */
 void config_usage(FILE *out, const struct config_engine *engine);
 
