@@ -19,6 +19,7 @@
 
 #include "control/reload.h"
 #include "control/scenario.h"
+#include "base/timer.h"
 #include "report/report.h"
 
 extern char **environ;
@@ -193,6 +194,9 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
             accesslog_close(al);
         return rc == -EINVAL ? 2 : 1;
     }
+    /* The file is watched before the startup line: a change once it is out is seen. */
+    struct reload rl;
+    int reloading = reload_init(&rl, &ctl, &cfg, &engine->caps, argc, argv, environ) == 0;
     char url[300];
     net_format_url(url, sizeof url, cfg.tls_cert[0] ? "https" : "http", cfg.bind, port);
     /* A default --threads says where it came from: "threads=1 (cpu.max 100000/100000)". */
@@ -225,21 +229,31 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
 
     /* SIGHUP reopens the access log (logrotate) and reloads the config file, as a change of
      * the file does; SIGTERM and SIGINT drain and stop. */
-    struct reload rl;
-    int reloading = reload_init(&rl, &ctl, &cfg, &engine->caps, argc, argv, environ) == 0;
     int sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
-    int quiet_ms = -1; /* the watched directory changed: reload once it is quiet this long */
+    /* The watched directory changed: the file is read once it is quiet (due), or at the latest
+     * RELOAD_QUIET_MAX_MS after the first change (deadline). */
+    uint64_t due = 0, deadline = 0;
     for (sig = 0; !sig;) {
         struct pollfd pf[2] = {{sfd, POLLIN, 0}, {reloading ? rl.fd : -1, POLLIN, 0}};
-        int n = sfd >= 0 ? poll(pf, 2, quiet_ms) : 0;
+        uint64_t now = timer_now_us(), wake = due ? (due < deadline ? due : deadline) : 0;
+        int wait_ms = wake                   ? (wake > now ? (int)((wake - now + 999) / 1000) : 0)
+                      : reloading && rl.lost ? RELOAD_REWATCH_MS
+                                             : -1;
+        int n = sfd >= 0 ? poll(pf, 2, wait_ms) : 0;
         if (sfd < 0 && sigwait(&sigs, &sig) != 0)
             sig = 0;
-        if (n == 0 && quiet_ms >= 0) {
-            quiet_ms = -1;
+        if (n > 0 && (pf[1].revents & POLLIN) && reload_events(&rl)) {
+            now = timer_now_us();
+            due = now + RELOAD_QUIET_MS * 1000ULL;
+            if (!deadline)
+                deadline = now + RELOAD_QUIET_MAX_MS * 1000ULL;
+        }
+        if (reloading && rl.lost && !due && reload_rewatch(&rl))
+            reload_apply(&rl, 0);
+        if (due && timer_now_us() >= (due < deadline ? due : deadline)) {
+            due = deadline = 0;
             reload_apply(&rl, 0);
         }
-        if (n > 0 && (pf[1].revents & POLLIN) && reload_events(&rl))
-            quiet_ms = RELOAD_QUIET_MS;
         struct signalfd_siginfo si;
         if (n > 0 && (pf[0].revents & POLLIN) && read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
             sig = (int)si.ssi_signo;

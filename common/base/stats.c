@@ -686,9 +686,13 @@ char *stats_to_json_with(const struct stats *st, const char *const *names, size_
     }
     cJSON_AddItemToObject(root, "routes", routes);
     routes = NULL;
+    pthread_mutex_unlock(&mst->base_lock);
+    /* Outside the lock: extra takes locks of its own (the scenario's), whose holders may wait
+     * for this one (a change that numbers a new route's counters). */
     if (extra)
         extra(ctx, root);
     out = cJSON_PrintUnformatted(root);
+    goto done;
 unlock:
     pthread_mutex_unlock(&mst->base_lock);
 done:

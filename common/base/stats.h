@@ -158,7 +158,8 @@ char *stats_to_json(const struct stats *st, const char *const *names, size_t nro
                     double uptime_s, const struct pool_counts *workers,
                     const struct stats_conns *conns);
 
-/* stats_to_json, then add(ctx, root) adds what the caller keeps (a struct cJSON object). */
+/* stats_to_json, then add(ctx, root) adds what the caller keeps (a struct cJSON object); add runs
+ * without the counters' lock held, and may take locks of its own. */
 struct cJSON;
 typedef void (*stats_json_fn)(void *ctx, struct cJSON *root);
 char *stats_to_json_with(const struct stats *st, const char *const *names, size_t nroutes,

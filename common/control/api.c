@@ -218,11 +218,13 @@ static void changed(struct control_answer *a, struct service *svc, long long gen
 {
     cJSON *o = cJSON_CreateObject();
     if (o) {
-        const struct route_table *t = service_live(svc);
+        /* Taken like a request's: a later change (a ramp step, a reload) may retire it. */
+        struct route_table *t = service_table_acquire(svc, svc->nshards);
         long i = path ? route_find(t, path) : -1;
         cJSON_AddNumberToObject(o, "generation", (double)gen);
         if (i >= 0)
             cJSON_AddItemToObject(o, "route", control_route_json(&t->routes[i]));
+        service_table_release(svc, t, svc->nshards);
     }
     answer_json(a, status, o);
 }

@@ -241,10 +241,7 @@ long long control_reload(struct control *c, const struct config *next, uint64_t 
         (c->scenario_manual != next->scenario_manual || c->scenario_at != next->scenario_at ||
          (json ? !c->scenario_json || strcmp(json, c->scenario_json) != 0
                : c->scenario_json != NULL));
-    /* The new phases are in place before the routes they restore to: stopped, they wait. */
-    if (rc == 0 && scenario_changed)
-        rc = scenario_replace(c->scenario, json, why, whylen);
-    else if (rc != 0)
+    if (rc != 0)
         snprintf(why, whylen, "out of memory");
     long long gen = rc;
     if (rc == 0) {
@@ -266,13 +263,19 @@ long long control_reload(struct control *c, const struct config *next, uint64_t 
                      gen == -ENOSPC ? "too many generations still answering; try again"
                                     : "out of memory");
     }
-    if (gen >= 0 && scenario_changed) {
+    /* A new scenario replaces the old one, and starts as it says; one that did not change goes
+     * on, its phases so far applied again over the new routes. */
+    if (gen >= 0 && scenario_changed && scenario_replace(c->scenario, json, why, whylen) == 0) {
         free(c->scenario_json);
         c->scenario_json = json;
         json = NULL;
         c->scenario_manual = next->scenario_manual;
         c->scenario_at = next->scenario_at;
         start_scenario(c, "config");
+    } else if (gen >= 0 && scenario_changed) {
+        LOG(c->log, LOG_LEVEL_WARN, "control: config: the scenario was not replaced: %s", why);
+    } else if (gen >= 0 && c->scenario) {
+        scenario_reapply(c->scenario, "config");
     }
     if (gen >= 0) {
         /* Swapped above: base is the one that was in place, made here by a reload or NULL. */

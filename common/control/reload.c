@@ -32,22 +32,29 @@ static int file_hash(const char *path, uint64_t *h, char *err, size_t errlen)
     return rc;
 }
 
+/* Watches the file's directory. 0, or -1 (r->fd stays open: reload_rewatch tries again). */
+static int watch(struct reload *r)
+{
+    char dir[CONFIG_PATH_LEN];
+    snprintf(dir, sizeof dir, "%s", r->start->config_file);
+    return inotify_add_watch(r->fd, dirname(dir),
+                             IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM |
+                                 IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF) < 0
+               ? -1
+               : 0;
+}
+
 int reload_init(struct reload *r, struct control *ctl, const struct config *start,
                 const struct config_engine *engine, int argc, char **argv, char *const *envp)
 {
     char err[CORE_ERR_LEN];
-    *r = (struct reload){ctl, start, engine, argc, argv, envp, 0, 0, -1};
+    *r = (struct reload){ctl, start, engine, argc, argv, envp, 0, 0, -1, 0};
     if (!start->config_file[0])
         return -ENOENT;
     if (file_hash(start->config_file, &r->applied, err, sizeof err) == 0)
         r->tried = r->applied;
-    char dir[CONFIG_PATH_LEN];
-    snprintf(dir, sizeof dir, "%s", start->config_file);
     r->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (r->fd < 0 ||
-        inotify_add_watch(r->fd, dirname(dir),
-                          IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM |
-                              IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF) < 0) {
+    if (r->fd < 0 || watch(r) != 0) {
         LOG(ctl->log, LOG_LEVEL_WARN,
             "config: cannot watch the directory of %s (%s); SIGHUP still reloads it",
             start->config_file, strerror(errno));
@@ -67,7 +74,29 @@ int reload_events(struct reload *r)
         if (n <= 0)
             return changed;
         changed = 1;
+        for (ssize_t at = 0; at + (ssize_t)sizeof(struct inotify_event) <= n;) {
+            const struct inotify_event *ev = (const void *)(buf + at);
+            if ((ev->mask & IN_IGNORED) && !r->lost) {
+                /* The directory went (removed, renamed, unmounted): watch it again once it is
+                 * back (reload_rewatch). */
+                r->lost = 1;
+                LOG(r->ctl->log, LOG_LEVEL_WARN,
+                    "config: the directory of %s is gone; watching for it again every %d ms",
+                    r->start->config_file, RELOAD_REWATCH_MS);
+            }
+            at += (ssize_t)sizeof *ev + ev->len;
+        }
     }
+}
+
+int reload_rewatch(struct reload *r)
+{
+    if (!r->lost || watch(r) != 0)
+        return 0;
+    r->lost = 0;
+    LOG(r->ctl->log, LOG_LEVEL_INFO, "config: watching the directory of %s again",
+        r->start->config_file);
+    return 1;
 }
 
 int reload_apply(struct reload *r, int sighup)
@@ -76,7 +105,11 @@ int reload_apply(struct reload *r, int sighup)
     struct service *svc = r->ctl->svc;
     char err[CORE_ERR_LEN], keys[256] = "";
     uint64_t h = 0;
-    if (file_hash(file, &h, err, sizeof err) == 0 && h == (sighup ? r->applied : r->tried)) {
+    /* An unreadable file is known by its reason, so that events beside it do not count it
+     * again and again. */
+    if (file_hash(file, &h, err, sizeof err) != 0)
+        h = hash_of(err, strlen(err));
+    if (h == r->applied || (!sighup && h == r->tried)) {
         if (sighup)
             LOG(r->ctl->log, LOG_LEVEL_INFO, "config: %s is unchanged: nothing to reload", file);
         return 0;
@@ -86,8 +119,15 @@ int reload_apply(struct reload *r, int sighup)
     enum config_action action;
     int rc = config_load(&next, r->engine, r->argc, r->argv, r->envp, r->start->seed, &action, err,
                          sizeof err);
-    if (rc == 0 && (rc = scenario_check(&next, err, sizeof err)) != 0)
-        config_cleanup(&next);
+    if (rc == 0) {
+        /* What only a start applies keeps its running value, --max-delay included: the file's
+         * delays and scenario are checked against the running one. */
+        config_restart_keys(r->start, &next, keys, sizeof keys);
+        next.max_delay_us = r->start->max_delay_us;
+        if ((rc = config_check_delays(&next, next.max_delay_us, file, err, sizeof err)) != 0 ||
+            (rc = scenario_check(&next, err, sizeof err)) != 0)
+            config_cleanup(&next);
+    }
     long long gen = -1;
     uint64_t from = 0;
     size_t nroutes = 0;
@@ -95,10 +135,10 @@ int reload_apply(struct reload *r, int sighup)
         char why[CORE_ERR_LEN];
         nroutes = next.nroutes;
         gen = control_reload(r->ctl, &next, &from, why, sizeof why);
-        if (gen < 0)
+        if (gen < 0) {
             snprintf(err, sizeof err, "%.200s: %.300s", file, why);
-        else
-            config_restart_keys(r->start, &next, keys, sizeof keys);
+            r->tried = 0; /* the file was good: the next event tries it again */
+        }
         config_cleanup(&next);
     }
     if (gen < 0) {

@@ -3,7 +3,9 @@
  * changes. The file's directory is watched (inotify), so that every way a file is replaced is
  * seen: written in place, renamed over by an editor, or swapped through a symlink as Kubernetes
  * does for a mounted ConfigMap (..data). A change is applied once the directory has been quiet
- * for RELOAD_QUIET_MS, and only when the file's bytes differ from the last ones applied.
+ * for RELOAD_QUIET_MS (at most RELOAD_QUIET_MAX_MS after its first change), and only when the
+ * file's bytes differ from the last ones applied. A directory that goes is watched again once
+ * it is back.
  *
  * A reload loads the configuration exactly as the start did (config_load: defaults < file <
  * environment < flags, with the start's seed), checks it whole (scenario_check), and applies it
@@ -21,8 +23,12 @@
 #include "control/control.h"
 #include "plan/config.h"
 
-/* How long the directory must be quiet after a change before the file is read. */
+/* How long the directory must be quiet after a change before the file is read, and the most a
+ * directory that keeps changing postpones it, from its first change. */
 #define RELOAD_QUIET_MS 100
+#define RELOAD_QUIET_MAX_MS 1000
+/* How often a directory that went is looked for again. */
+#define RELOAD_REWATCH_MS 1000
 
 struct reload {
     struct control *ctl;
@@ -34,6 +40,7 @@ struct reload {
     uint64_t applied; /* hash of the bytes last applied (at the start, or by a reload) */
     uint64_t tried;   /* and of the bytes last tried, good or bad */
     int fd;           /* inotify descriptor watching the file's directory, or -1 */
+    int lost;         /* the directory went: its watch is to be made again */
 };
 
 /* Sets r up for the configuration `start` (loaded from argc/argv and envp for `engine`). With a
@@ -43,11 +50,16 @@ int reload_init(struct reload *r, struct control *ctl, const struct config *star
                 const struct config_engine *engine, int argc, char **argv, char *const *envp);
 
 /* Reads what the watch reported; returns 1 if the directory changed (reload_apply later, once
- * quiet), else 0. */
+ * quiet), else 0. Notes a directory that went (r->lost). */
 int reload_events(struct reload *r);
 
-/* Reads the file and applies it if its bytes changed since the last ones applied (`sighup`) or
- * tried (a change of the directory). Returns 1 if applied, 0 if unchanged, -1 if refused. */
+/* With r->lost: watches the directory again if it is back; returns 1 then (the file may have
+ * changed: reload_apply), else 0. Call every RELOAD_REWATCH_MS while r->lost. */
+int reload_rewatch(struct reload *r);
+
+/* Reads the file and applies it if its bytes differ from the last ones applied and (for a change
+ * of the directory, not `sighup`) from the last ones tried. Returns 1 if applied, 0 if
+ * unchanged, -1 if refused. */
 int reload_apply(struct reload *r, int sighup);
 
 void reload_cleanup(struct reload *r);

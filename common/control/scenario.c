@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/param.h>
 #include <time.h>
 
 #include "control/control.h"
@@ -52,7 +53,7 @@ struct scenario {
     int quit;
     int running;
     uint64_t runs;      /* starts so far */
-    uint64_t t0_us;     /* this run's start, timer clock */
+    int64_t t0_us;      /* this run's start, timer clock (before the boot for an instant then) */
     double t0_unix;     /* and Unix time */
     size_t next;        /* the next phase to begin */
     double *began_unix; /* when each phase began in this run, 0 if not yet */
@@ -480,7 +481,7 @@ static void *run(void *arg)
             continue;
         }
         uint64_t now = timer_now_us();
-        while (s->next < s->n && s->t0_us + s->phases[s->next].at_us <= now) {
+        while (s->next < s->n && s->t0_us + (int64_t)s->phases[s->next].at_us <= (int64_t)now) {
             begin_phase(s, s->next, now);
             s->next++;
         }
@@ -499,7 +500,7 @@ static void *run(void *arg)
         }
         uint64_t wake = UINT64_MAX;
         if (s->next < s->n)
-            wake = s->t0_us + s->phases[s->next].at_us;
+            wake = (uint64_t)MAX(s->t0_us + (int64_t)s->phases[s->next].at_us, 0);
         for (size_t k = 0; k < s->nramps; k++)
             if (s->ramps[k].next_us < wake)
                 wake = s->ramps[k].next_us;
@@ -512,7 +513,9 @@ static void *run(void *arg)
             continue;
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t ns = (uint64_t)ts.tv_nsec + (wake - now) * 1000;
+        /* At most an hour at a time: an instant years ahead would overflow the nanoseconds. */
+        uint64_t ahead = MIN(wake - now, 3600ULL * 1000000);
+        uint64_t ns = (uint64_t)ts.tv_nsec + ahead * 1000;
         ts.tv_sec += (time_t)(ns / 1000000000);
         ts.tv_nsec = (long)(ns % 1000000000);
         pthread_cond_timedwait(&s->cond, &s->lock, &ts);
@@ -578,16 +581,16 @@ static void start_locked(struct scenario *s, double at_unix, const char *who)
     double now_unix = unix_now();
     s->running = 1;
     s->runs++;
-    s->t0_us = now_us;
+    s->t0_us = (int64_t)now_us;
     s->t0_unix = now_unix;
     if (at_unix > 0) {
         /* The instant on the monotonic clock: ahead, or behind for a start already past (its
          * phases due by now begin at once, so that a late replica joins the others' phase). */
         double ahead_us = (at_unix - now_unix) * 1e6;
         if (ahead_us >= 0)
-            s->t0_us = now_us + (uint64_t)ahead_us;
+            s->t0_us = (int64_t)now_us + (int64_t)ahead_us;
         else
-            s->t0_us = -ahead_us < (double)now_us ? now_us - (uint64_t)-ahead_us : 0;
+            s->t0_us = (int64_t)now_us - (int64_t)-ahead_us;
         s->t0_unix = at_unix;
     }
     s->next = 0;
@@ -602,7 +605,7 @@ static void start_locked(struct scenario *s, double at_unix, const char *who)
         LOG(s->ctl->log, LOG_LEVEL_INFO, "control: %s: scenario starts (run %llu, %zu phases)", who,
             (unsigned long long)s->runs, s->n);
     /* The phases due at once are in force when this returns (the API's answer shows them). */
-    while (s->next < s->n && s->t0_us + s->phases[s->next].at_us <= now_us) {
+    while (s->next < s->n && s->t0_us + (int64_t)s->phases[s->next].at_us <= (int64_t)now_us) {
         begin_phase(s, s->next, now_us);
         s->next++;
     }
@@ -620,6 +623,53 @@ void scenario_start_at(struct scenario *s, double at_unix, const char *who)
 {
     pthread_mutex_lock(&s->lock);
     start_locked(s, at_unix, who);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* 1 if ramp r (of a begun phase) is under way, 0 if it reached its end. With s->lock held. */
+static int ramp_running(const struct scenario *s, const struct ramp *r)
+{
+    for (size_t k = 0; k < s->nramps; k++)
+        if (s->ramps[k].r == r)
+            return 1;
+    return 0;
+}
+
+void scenario_reapply(struct scenario *s, const char *who)
+{
+    struct control *c = s->ctl;
+    struct control_list l;
+    char why[CORE_ERR_LEN];
+    pthread_mutex_lock(&s->lock);
+    if (!s->next) {
+        pthread_mutex_unlock(&s->lock);
+        return;
+    }
+    service_change_lock(c->svc);
+    struct route_table *t = service_live(c->svc);
+    const struct route_table *base = c->base ? c->base : &c->svc->routes;
+    int rc = control_list_of(&l, t);
+    for (size_t i = 0; rc == 0 && i < s->next; i++)
+        rc = apply_phase(&s->phases[i], &l, t, base, c->cfg->max_delay_us, why, sizeof why);
+    /* A ramp that reached its end leaves its "to"; one under way goes on from its next step. */
+    for (size_t i = 0; rc == 0 && i < s->next; i++)
+        for (size_t k = 0; k < s->phases[i].nramps; k++) {
+            const struct ramp *r = &s->phases[i].ramps[k];
+            struct delay_edit e = {&r->to};
+            if (!ramp_running(s, r))
+                control_list_edit(&l, t, r->path, set_delay, &e, c->cfg->max_delay_us, why,
+                                  sizeof why);
+        }
+    long long gen = rc == 0 ? service_publish(c->svc, l.r, l.n) : rc;
+    if (gen >= 0)
+        LOG(c->log, LOG_LEVEL_INFO,
+            "control: %s: scenario phases 0 to %zu applied again: generation %llu -> %lld", who,
+            s->next - 1, (unsigned long long)t->generation, gen);
+    else
+        LOG(c->log, LOG_LEVEL_WARN, "control: %s: scenario phases not applied again: %s", who,
+            rc == -EINVAL ? why : "out of memory, or too many generations still answering");
+    service_change_unlock(c->svc);
+    control_list_free(&l);
     pthread_mutex_unlock(&s->lock);
 }
 

@@ -54,6 +54,11 @@ size_t scenario_phases(struct scenario *s);
  * -EINVAL / -ENOMEM with why, s unchanged. */
 int scenario_replace(struct scenario *s, const char *json, char *why, size_t whylen);
 
+/* The routes changed under a scenario that goes on (a reload): applies the phases begun so far
+ * again over the live routes, in one change (ramps under way go on from their next step).
+ * Nothing if no phase began. Without service_change_lock. */
+void scenario_reapply(struct scenario *s, const char *who);
+
 /* Stops it where it stands: the routes stay as the last phase left them. */
 void scenario_stop(struct scenario *s, const char *who);
 

@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
 #include <sys/select.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -334,16 +336,19 @@ int config_time_parse(const char *s, double *unix_s)
     int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
     if (d > mdays[mo - 1] || (mo == 2 && d == 29 && !leap))
         return -EINVAL;
+    /* A leap second (:60) is the next second's start, as POSIX time has it. */
     struct tm tm = {.tm_year = y - 1900,
                     .tm_mon = mo - 1,
                     .tm_mday = d,
                     .tm_hour = h,
                     .tm_min = mi,
-                    .tm_sec = sec > 59 ? 59 : sec};
+                    .tm_sec = sec};
     time_t t = timegm(&tm);
-    if (t == (time_t)-1)
+    double v = (double)t + frac - sign * (oh * 3600.0 + om * 60.0);
+    /* After 1970 only: no scenario is meant to start then, and 0 means "no instant". */
+    if (t == (time_t)-1 || v <= 0)
         return -EINVAL;
-    *unix_s = (double)t + frac - sign * (oh * 3600.0 + om * 60.0);
+    *unix_s = v;
     return 0;
 }
 
@@ -536,9 +541,21 @@ static const struct opt_def *find_def(const char *name)
 int config_read_file(const char *path, size_t max, char **out, size_t *len, char *err,
                      size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    /* Not blocking, and a regular file only: a FIFO or a device put in its place would hold
+     * the reader (the main thread, on a reload) for ever. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
         snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -EINVAL;
+    }
+    FILE *f = S_ISREG(st.st_mode) ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot read: %s", path,
+                 S_ISREG(st.st_mode) ? strerror(errno) : "not a regular file");
+        close(fd);
         return -EINVAL;
     }
     char *buf = malloc(max + 1);
@@ -1264,6 +1281,28 @@ static const struct opt_def *def_for_val(int val)
     return NULL;
 }
 
+int config_check_delays(const struct config *cfg, uint64_t max_delay_us, const char *delay_from,
+                        char *err, size_t errlen)
+{
+    if (delay_spec_max_us(&cfg->delay) != UINT64_MAX &&
+        delay_spec_max_us(&cfg->delay) > max_delay_us) {
+        char a[32], b[32];
+        delay_format_ms(delay_spec_max_us(&cfg->delay), a, sizeof a);
+        delay_format_ms(max_delay_us, b, sizeof b);
+        snprintf(err, errlen, "%s%sdelay: up to %s ms is over --max-delay %s ms; raise --max-delay",
+                 delay_from, delay_from[0] ? ": " : "", a, b);
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < cfg->nroutes; i++) {
+        char why[CORE_ERR_LEN];
+        if (config_route_check(&cfg->routes[i], max_delay_us, why, sizeof why) != 0) {
+            snprintf(err, errlen, "%s: routes[%zu].%s", cfg->config_file, i, why);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
 static int validate(struct config *cfg, const struct config_engine *engine,
                     const unsigned char *set, char *err, size_t errlen)
 {
@@ -1285,27 +1324,15 @@ static int validate(struct config *cfg, const struct config_engine *engine,
         if (cfg->max_connections > cap)
             cfg->max_connections = cap;
     }
-    if (delay_spec_max_us(&cfg->delay) != UINT64_MAX &&
-        delay_spec_max_us(&cfg->delay) > cfg->max_delay_us) {
-        char a[32], b[32];
-        delay_format_ms(delay_spec_max_us(&cfg->delay), a, sizeof a);
-        delay_format_ms(cfg->max_delay_us, b, sizeof b);
-        /* Named where it was given: the file (1), the environment (2) or a flag (3). */
-        unsigned char from = set[find_def("delay") - opt_defs];
-        snprintf(err, errlen, "%s%sdelay: up to %s ms is over --max-delay %s ms; raise --max-delay",
-                 from == 1   ? cfg->config_file
-                 : from == 2 ? "SLOWSRV_DELAY"
-                             : "",
-                 from == 1 || from == 2 ? ": " : "", a, b);
-        return -EINVAL;
-    }
-    for (size_t i = 0; i < cfg->nroutes; i++) {
-        char why[CORE_ERR_LEN];
-        if (config_route_check(&cfg->routes[i], cfg->max_delay_us, why, sizeof why) != 0) {
-            snprintf(err, errlen, "%s: routes[%zu].%s", cfg->config_file, i, why);
-            return -EINVAL;
-        }
-    }
+    /* Named where it was given: the file (1), the environment (2) or a flag (3). */
+    unsigned char from = set[find_def("delay") - opt_defs];
+    int rc = config_check_delays(cfg, cfg->max_delay_us,
+                                 from == 1   ? cfg->config_file
+                                 : from == 2 ? "SLOWSRV_DELAY"
+                                             : "",
+                                 err, errlen);
+    if (rc != 0)
+        return rc;
     if (cfg->queue && !cfg->workers) {
         snprintf(err, errlen,
                  "queue: needs --workers (the queue is for requests waiting on "

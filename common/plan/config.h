@@ -147,13 +147,18 @@ struct config {
 };
 
 /* Parses an RFC 3339 instant ("2026-12-04T10:00:00Z", "2026-12-04T11:00:00.250+01:00") into
- * Unix seconds. Returns 0 or -EINVAL. */
+ * Unix seconds, above 0. Returns 0 or -EINVAL. */
 int config_time_parse(const char *s, double *unix_s);
 
 /* The options of `b` that differ from `a` and take effect only at a start (port, threads, model,
  * TLS files...): their names, comma-separated, in `out` ("" if none). The others (delay,
  * error-rate, error-status, scenario-start, and the file's routes and scenario) apply live. */
 void config_restart_keys(const struct config *a, const struct config *b, char *out, size_t len);
+
+/* Checks cfg's delay and routes against max_delay_us (a reload: the running --max-delay). The
+ * delay's error is prefixed with delay_from ("" for a flag). Returns 0, or -EINVAL with err. */
+int config_check_delays(const struct config *cfg, uint64_t max_delay_us, const char *delay_from,
+                        char *err, size_t errlen);
 
 /* Built-in defaults, before any source is applied. */
 extern const struct config config_defaults;

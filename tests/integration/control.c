@@ -1186,6 +1186,88 @@ static void reload_by_sighup(const struct itest_env *env)
     CHECK(strstr(log, "is unchanged: nothing to reload") != NULL);
 }
 
+/* What a reload must not do: end the scenario phase in force, apply again a file that is back
+ * to the bytes applied (after a typo) and so undo the API's changes, take delays over the
+ * running --max-delay, count an unreadable file again for every event beside it, or lose the
+ * watch when the folder is removed and made again. */
+static void reload_edges(const struct itest_env *env)
+{
+    char dir[300], cfg[400], other[400];
+    snprintf(dir, sizeof dir, "%s/etc", env->tmpdir);
+    mkdir(dir, 0755);
+    snprintf(cfg, sizeof cfg, "%s/cfg.json", dir);
+    snprintf(other, sizeof other, "%s/other.txt", dir);
+    static const char v2[] =
+        "{\"delay\": \"10ms\", \"max-delay\": \"1s\", \"routes\": [{\"path\": \"/a\", \"body\": "
+        "\"B\"}], "
+        "\"scenario\": [{\"at\": \"0s\", \"routes\": {\"/test\": {\"status\": 503}}}]}";
+    replace_file(cfg, "{\"delay\": \"10ms\", \"max-delay\": \"1s\", \"routes\": [{\"path\": "
+                      "\"/a\", \"body\": \"A\"}], "
+                      "\"scenario\": [{\"at\": \"0s\", \"routes\": {\"/test\": {\"status\": "
+                      "503}}}]}");
+    struct server s;
+    const char *args[] = {"--config", cfg, "--control", "0", NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    unsigned cp = control_port(&s);
+    struct reply r;
+    CHECK_INT(await_stat(h1(&s), "scenario.phase", 0, 3), 0); /* it starts after the line */
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_INT(r.status, 503);
+    /* The routes change, the scenario does not: its phase stays in force. */
+    replace_file(cfg, v2);
+    CHECK_INT(reloads(&s, "ok", 1), 1);
+    http_request(s.port, "GET", "/a", NULL, NULL, &r);
+    CHECK_STR(r.body, "B");
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_INT(r.status, 503);
+    /* A typo, then the file as it was applied: the API's change stays. */
+    CHECK_INT(api(cp, "PATCH", "/routes/a", "{\"status\": 418}", NULL, NULL), 200);
+    replace_file(cfg, "{\"delay\": ");
+    CHECK_INT(reloads(&s, "error", 1), 1);
+    replace_file(cfg, v2);
+    usleep(500 * 1000);
+    http_request(s.port, "GET", "/a", NULL, NULL, &r);
+    CHECK_INT(r.status, 418);
+    /* Over the running --max-delay (the file's own is only reported as needing a restart). */
+    replace_file(cfg, "{\"max-delay\": \"10s\", \"routes\": [{\"path\": \"/a\", \"delay\": "
+                      "\"3s\"}]}");
+    CHECK_INT(reloads(&s, "error", 2), 2);
+    char why[300];
+    stats_string(&s, "config.reloads.last_error", why, sizeof why);
+    if (!strstr(why, "routes[0].delay: up to 3000 ms is over --max-delay 1000 ms"))
+        CHECK_FAIL_("last_error '%s'", why);
+    /* Gone: counted once, not again for each file written beside it. */
+    unlink(cfg);
+    CHECK_INT(reloads(&s, "error", 3), 3);
+    for (int i = 0; i < 3; i++) {
+        replace_file(other, "x");
+        usleep(150 * 1000);
+    }
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "config.reloads.error"), 3);
+    cJSON_Delete(j);
+    /* The folder removed and made again: watched again, its file applied. */
+    unlink(other);
+    CHECK_INT(rmdir(dir), 0);
+    usleep(300 * 1000);
+    mkdir(dir, 0755);
+    replace_file(cfg, "{\"delay\": \"20ms\"}");
+    CHECK_INT(reloads(&s, "ok", 2), 2);
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    double dur;
+    unsigned long long gen;
+    CHECK_INT(answer_plan(&r, &dur, &gen), 0);
+    CHECK_INT(dur, 20);
+    char log[8192];
+    CHECK_INT(server_stop(&s, 5000, log, sizeof log), 0);
+    CHECK(strstr(log, "scenario phases 0 to 0 applied again") != NULL);
+    CHECK(strstr(log, "is gone; watching for it again") != NULL);
+}
+
 /* The RFC 3339 form of Unix time *t_io, to the millisecond, in UTC; *t_io becomes that. */
 static void rfc3339(double *t_io, char *buf, size_t len)
 {
@@ -1395,6 +1477,7 @@ static const struct itest_case cases[] = {
     {"ten_thousand_routes_are_served", ten_thousand_routes_are_served, ITEST_BOTH, 0},
     {"reload_by_sighup", reload_by_sighup, ITEST_PLAIN, 0},
     {"reload_follows_a_configmap_swap", reload_follows_a_configmap_swap, ITEST_PLAIN, 0},
+    {"reload_edges", reload_edges, ITEST_PLAIN, 0},
     {"scenario_starts_at_an_instant", scenario_starts_at_an_instant, ITEST_PLAIN, 0},
 };
 

@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "plan/config.h"
@@ -434,6 +435,15 @@ static void config_files_have_a_ceiling_and_must_be_readable(void)
     CHECK_INT(load(&cfg, both, NULL, err), 0);
     config_cleanup(&cfg);
     unlink(path);
+
+    /* A FIFO or a directory in a config file's place is refused at once, never waited on. */
+    CHECK_INT(mkfifo(path, 0600), 0);
+    CHECK_INT(config_read_file(path, 8192, &text, &len, err, sizeof err), -EINVAL);
+    snprintf(want, sizeof want, "%s: cannot read: not a regular file", path);
+    CHECK_STR(err, want);
+    unlink(path);
+    CHECK_INT(config_read_file("/tmp", 8192, &text, &len, err, sizeof err), -EINVAL);
+    CHECK_STR(err, "/tmp: cannot read: not a regular file");
 }
 
 /* A value too long for its field is refused, never cut short (a cut path names another file); an
@@ -489,7 +499,10 @@ static void config_time_parse_reads_rfc3339(void)
         {"2026-12-04T08:00:00-02:00", 1796378400},
         {"2026-12-04T10:00:00.250Z", 1796378400.25},
         {"2024-02-29T00:00:00Z", 1709164800},
-        {"1970-01-01T00:00:00Z", 0},
+        {"1970-01-01T00:00:01Z", 1},
+        {"2016-12-31T23:59:60Z", 1483228800},
+        {"1970-01-01T00:00:00Z", -1},
+        {"1970-01-01T00:30:00+01:00", -1},
         {"2026-12-04T10:00:00", -1},
         {"2026-12-04T10:00Z", -1},
         {"2026-12-04", -1},
