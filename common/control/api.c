@@ -549,7 +549,7 @@ static void handle(struct control *c, const struct control_request *rq, struct c
     if (gate(c, rq, out))
         return;
     if (rq->body_len > CONTROL_BODY_MAX || (rq->body_len && !rq->body)) {
-        control_error(out, 413, "body over 1 MiB: a change is a small JSON object");
+        control_error(out, 413, "body over 16 MiB: a change is a small JSON object");
         return;
     }
     /* JSON is UTF-8 text (RFC 8259); a NUL, sent or escaped, would cut a string short. */

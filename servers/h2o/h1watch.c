@@ -13,6 +13,11 @@
  * it answers with its own 400 and a close once the requests before are answered: the order of
  * the answers stays, and nothing after the refused request is read.
  *
+ * On the control listener, the first head is also given to the core as soon as it is whole
+ * (h2s_gate_control): what the core refuses from a head there (a missing or wrong token, a Host
+ * or Origin it does not allow, a body over the API's limit) is answered and closed before libh2o
+ * reads any of the body.
+ *
  * Over TLS the watch is off: libh2o may read a first request with the handshake, before the
  * watch is in front of it. There libh2o's own answers stand.
  */
@@ -36,6 +41,25 @@ static int call_inner(struct h2s_conn *c, h2o_socket_t *sock, const char *err)
     return h2s_call_library(c, sock, c->h1_inner, err);
 }
 
+/* 1 once the watch is past the first head of the connection. */
+static int head_done(const struct h1frame *f)
+{
+    switch (f->state) {
+    case H1FRAME_HEAD:
+        return f->head_at > 0;
+    case H1FRAME_BODY:
+    case H1FRAME_CHUNK_LINE:
+    case H1FRAME_CHUNK_DATA:
+    case H1FRAME_CHUNK_END:
+    case H1FRAME_TRAILER:
+        return 1;
+    case H1FRAME_OFF:
+    case H1FRAME_REFUSED:
+        break;
+    }
+    return 0;
+}
+
 static void on_read(h2o_socket_t *sock, const char *err)
 {
     struct h2s_conn *c = conn_of(sock);
@@ -54,6 +78,17 @@ static void on_read(h2o_socket_t *sock, const char *err)
     uint64_t back;
     unsigned status = h1frame_feed(&c->h1, in->bytes, in->size, fresh, &why, &back);
     if (!status) {
+        /* A control request's head is whole: the core may refuse it before its body, which
+         * libh2o would otherwise read whole first. Only the first request of a connection
+         * counts: the control API closes after each answer. */
+        if (c->c.control && !c->gated && head_done(&c->h1)) {
+            c->gated = 1;
+            if (h2s_gate_control(c) != 0) {
+                c->h1.state = H1FRAME_REFUSED;
+                call_inner(c, sock, h2o_socket_error_closed);
+                return;
+            }
+        }
         call_inner(c, sock, NULL);
         return;
     }

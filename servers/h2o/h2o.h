@@ -66,6 +66,7 @@ struct h2s_conn {
     unsigned char closed;   /* its socket closed while busy */
     unsigned char upgraded; /* it turned HTTP/2 by Upgrade: h2c, and the request that asked for
                                it, which came as HTTP/1.1, is still to begin */
+    unsigned char gated;    /* a control connection's first head went to the core (h1watch.c) */
 };
 
 struct h2s_loop {
@@ -157,6 +158,11 @@ h2o_socket_cb h2s_h1_watch(struct h2s_conn *c, h2o_socket_t *sock, h2o_socket_cb
  * socket around libh2o: counted and logged as a refused head is. Its head is at the start of
  * the socket's input. Returns 0 once the whole answer is written, -1 if it could not be. */
 int h2s_refuse_early(struct h2s_conn *c, unsigned status, const char *why);
+/* The head of a control request is whole at the start of c's input, its body not yet read: the
+ * core answers it from the head if it refuses it there (a missing or wrong --control-token, a
+ * Host or Origin it does not allow, a body over the API's limit). Returns 1 when that answer was
+ * written whole, 0 when the request goes on to libh2o, -1 when an answer could not be written. */
+int h2s_gate_control(struct h2s_conn *c);
 
 /* budget.c */
 /* A request of c was answered: budget given back. */

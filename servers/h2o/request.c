@@ -402,12 +402,26 @@ void h2s_library_answer(h2o_logger_t *self, h2o_req_t *req)
     exchange_library_answer(srv->svc, loop->core.shard, &in, (unsigned)req->res.status);
 }
 
-int h2s_refuse_early(struct h2s_conn *c, unsigned status, const char *why)
+static long on_head_lookup(void *ctx, const char *name, char *buf, size_t len)
+{
+    size_t vlen;
+    const char *v = head_value(ctx, name, &vlen);
+    return v ? route_value_copy(v, vlen, buf, len) : -1;
+}
+
+/* The head at the start of c's input, given to the core: refused with status (and why) when
+ * that is not 0, else as it came (a control request, checked before its body). Writes the
+ * core's answer when it answers from the head. Returns 1 when it was written whole, 0 when the
+ * core reads on (status 0 only), -1 when it could not be written. */
+static int answer_head(struct h2s_conn *c, unsigned status, const char *why)
 {
     h2o_socket_t *sock = c->sock;
     struct head head;
     struct head_field fields[HEAD_MAX_FIELDS];
-    if (head_parse(sock->input->bytes, sock->input->size, &head, fields) <= 0)
+    int parsed = head_parse(sock->input->bytes, sock->input->size, &head, fields) > 0;
+    if (!parsed && !status)
+        return 0;
+    if (!parsed)
         head = (struct head){.method = "-", .mlen = 1, .target = "", .tlen = 0};
     char method[32], target[512];
     snprintf(method, sizeof method, "%.*s", (int)head.mlen, head.method);
@@ -425,19 +439,37 @@ int h2s_refuse_early(struct h2s_conn *c, unsigned status, const char *why)
                                .peer = plen ? (struct sockaddr *)&peer : NULL,
                                .refused = status,
                                .refused_why = why};
+    if (!status) {
+        /* The whole head: the control API reads its Authorization, Origin and Host. */
+        in.target = head.target;
+        in.target_len = head.tlen;
+        in.lookup = on_head_lookup;
+        in.ctx = &head;
+        in.head = &head;
+    }
     struct h2s_request *r = calloc(1, REQUEST_SIZE + exchange_size());
     if (!r)
         return -1;
     r->x = (struct exchange *)(void *)((char *)r + REQUEST_SIZE);
     r->loop = c->loop;
-    int rc = -1;
+    int rc = status ? -1 : 0;
     if (loop_begin(&c->loop->core, r->x, r, &c->c, &in) == EXCHANGE_DO_ANSWER) {
         int w = exchange_write_h1(r->x, fd);
         if (w != 0)
             exchange_answer(r->x);
-        rc = w > 0 ? 0 : -1;
+        rc = w > 0 ? 1 : -1;
     }
     loop_end(&c->loop->core, r->x);
     free(r);
     return rc;
+}
+
+int h2s_refuse_early(struct h2s_conn *c, unsigned status, const char *why)
+{
+    return answer_head(c, status, why) == 1 ? 0 : -1;
+}
+
+int h2s_gate_control(struct h2s_conn *c)
+{
+    return answer_head(c, 0, NULL);
 }
