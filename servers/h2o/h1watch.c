@@ -1,32 +1,41 @@
 /*
- * The HTTP/1 framing watch: in front of libh2o's HTTP/1 read callback on a cleartext
- * connection, it follows each request as its bytes arrive (common/http/h1frame.h) before libh2o
- * reads them. libh2o 2.2.5 reads a request whole before any handler runs, answers some heads
- * itself (its own text 400 past 100 fields) and takes what the core refuses (a trailer line
- * without a colon, a chunk-size line of any length): the watch lets the core decide these, as
- * on slowsrv.
+ * The HTTP/1 framing watch: in front of libh2o's HTTP/1 read callback, on cleartext and on TLS
+ * (HTTP/1.1 by ALPN, or no ALPN), it follows each request as its bytes arrive
+ * (common/http/h1frame.h) before libh2o reads them. libh2o 2.2.5 reads a request whole before
+ * any handler runs, answers some heads itself (its own text 400 past 100 fields) and takes what
+ * the core refuses (a trailer line without a colon, a chunk-size line of any length): the watch
+ * lets the core decide these, as on slowsrv.
+ *
+ * libh2o decrypts a TLS connection's bytes into the socket's input before it calls the read
+ * callback, so the watch sees the same bytes on both. Only the first bytes of a TLS connection
+ * come another way: libh2o may decrypt them with the handshake's last flight, and hands them to
+ * h2o_http1_accept, whose parser reads them at once. The program's own h2o_http1_accept (ELF
+ * symbol interposition, as in budget.c) looks at them first.
  *
  * A refused request that is the first libh2o holds, with nothing under way on the connection,
- * gets the core's answer, written around libh2o (h2s_refuse_early), and libh2o then closes the
- * connection as if the client had left. One pipelined behind a request libh2o has still to
- * answer is cut off there instead, and in its place libh2o reads a line that is no HTTP, which
- * it answers with its own 400 and a close once the requests before are answered: the order of
- * the answers stays, and nothing after the refused request is read.
+ * gets the core's answer, written around libh2o (h2s_refuse_early): on cleartext at once, on TLS
+ * through libh2o's socket, which encrypts it; then libh2o closes the connection as if the client
+ * had left. One pipelined behind a request libh2o has still to answer is cut off there instead,
+ * and in its place libh2o reads a line that is no HTTP, which it answers with its own 400 and a
+ * close once the requests before are answered: the order of the answers stays, and nothing
+ * after the refused request is read.
  *
  * On the control listener, the first head is also given to the core as soon as it is whole
  * (h2s_gate_control): what the core refuses from a head there (a missing or wrong token, a Host
  * or Origin it does not allow, a body over the API's limit) is answered and closed before libh2o
  * reads any of the body.
- *
- * Over TLS the watch is off: libh2o may read a first request with the handshake, before the
- * watch is in front of it. There libh2o's own answers stand.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "h2o.h"
 
+#include <h2o/http1.h>
+
 /* What libh2o reads in place of a refused request behind others: not a request line. */
 static const char NOT_HTTP[] = "\x01\r\n\r\n";
+
+static _Atomic(void *) real_http1_accept;
 
 static void on_read(h2o_socket_t *sock, const char *err);
 
@@ -60,20 +69,22 @@ static int head_done(const struct h1frame *f)
     return 0;
 }
 
-static void on_read(h2o_socket_t *sock, const char *err)
+/* What becomes of the connection after look(). */
+enum verdict {
+    GO_ON,   /* libh2o reads what the input holds */
+    CLOSE,   /* it ends now */
+    WRITING, /* a refusal is being written (TLS): it ends once that is out (h2s_refusal_sent) */
+};
+
+static enum verdict ended(enum h2s_early e)
 {
-    struct h2s_conn *c = conn_of(sock);
+    return e == H2S_EARLY_SENDING ? WRITING : CLOSE;
+}
+
+/* Looks at the `fresh` bytes at the end of sock's input, before libh2o does. */
+static enum verdict look(struct h2s_conn *c, h2o_socket_t *sock, size_t fresh)
+{
     h2o_buffer_t *in = sock->input;
-    if (err || c->h1.state == H1FRAME_OFF) {
-        call_inner(c, sock, err);
-        return;
-    }
-    if (c->h1.state == H1FRAME_REFUSED) {
-        /* Behind a refused request: nothing more is read. */
-        in->size -= sock->bytes_read < in->size ? (size_t)sock->bytes_read : in->size;
-        return;
-    }
-    size_t fresh = sock->bytes_read < in->size ? (size_t)sock->bytes_read : in->size;
     const char *why;
     uint64_t back;
     unsigned status = h1frame_feed(&c->h1, in->bytes, in->size, fresh, &why, &back);
@@ -83,40 +94,113 @@ static void on_read(h2o_socket_t *sock, const char *err)
          * counts: the control API closes after each answer. */
         if (c->c.control && !c->gated && head_done(&c->h1)) {
             c->gated = 1;
-            if (h2s_gate_control(c) != 0) {
+            enum h2s_early e = h2s_gate_control(c);
+            if (e != H2S_EARLY_NONE) {
                 c->h1.state = H1FRAME_REFUSED;
-                call_inner(c, sock, h2o_socket_error_closed);
-                return;
+                return ended(e);
             }
         }
-        call_inner(c, sock, NULL);
-        return;
+        return GO_ON;
     }
     /* The refused request is the first libh2o holds (its head, or a body it is reading) and
      * nothing is under way: answered here, then libh2o closes. */
-    if (back >= in->size && atomic_load(&c->c.active) == 0 &&
-        h2s_refuse_early(c, status, why) == 0) {
-        call_inner(c, sock, h2o_socket_error_closed);
-        return;
+    if (back >= in->size && atomic_load(&c->c.active) == 0) {
+        enum h2s_early e = h2s_refuse_early(c, status, why);
+        if (e != H2S_EARLY_FAILED)
+            return ended(e);
     }
     if (back < in->size) {
         size_t start = in->size - (size_t)back;
-        memcpy(in->bytes + start, NOT_HTTP,
-               sizeof NOT_HTTP - 1 < back ? sizeof NOT_HTTP - 1 : (size_t)back);
-        in->size = start + (sizeof NOT_HTTP - 1 < back ? sizeof NOT_HTTP - 1 : (size_t)back);
-        call_inner(c, sock, NULL);
-        return;
+        size_t n = sizeof NOT_HTTP - 1 < back ? sizeof NOT_HTTP - 1 : (size_t)back;
+        memcpy(in->bytes + start, NOT_HTTP, n);
+        in->size = start + n;
+        return GO_ON;
     }
     /* Neither could be done (the answer did not fit in the socket): the connection ends. */
-    call_inner(c, sock, h2o_socket_error_closed);
+    return CLOSE;
+}
+
+static void on_read(h2o_socket_t *sock, const char *err)
+{
+    struct h2s_conn *c = conn_of(sock);
+    h2o_buffer_t *in = sock->input;
+    if (err || c->h1.state == H1FRAME_OFF) {
+        call_inner(c, sock, err);
+        return;
+    }
+    size_t fresh = sock->bytes_read < in->size ? (size_t)sock->bytes_read : in->size;
+    if (c->h1.state == H1FRAME_REFUSED) {
+        /* Behind a refused request: nothing more is read. */
+        in->size -= fresh;
+        return;
+    }
+    switch (look(c, sock, fresh)) {
+    case GO_ON:
+        call_inner(c, sock, NULL);
+        return;
+    case CLOSE:
+        call_inner(c, sock, h2o_socket_error_closed);
+        return;
+    case WRITING:
+        return;
+    }
+}
+
+void h2s_refusal_sent(h2o_socket_t *sock, const char *err)
+{
+    struct h2s_conn *c = conn_of(sock);
+    (void)err;
+    free(c->refusal);
+    c->refusal = NULL;
+    /* libh2o's connection closes as if the client had left; where libh2o has none yet (the
+     * first bytes of a TLS connection), the socket is closed here. */
+    if (c->h1_inner)
+        call_inner(c, sock, h2o_socket_error_closed);
+    else
+        h2o_socket_close(sock);
 }
 
 h2o_socket_cb h2s_h1_watch(struct h2s_conn *c, h2o_socket_t *sock, h2o_socket_cb cb)
 {
-    if (cb == on_read || sock->ssl || c->h1.state == H1FRAME_OFF)
+    /* A TLS socket is watched once libh2o has taken it as HTTP/1 (h2o_http1_accept below), not
+     * during its handshake. */
+    if (cb == on_read || (sock->ssl && !c->h1_ready) || c->h1.state == H1FRAME_OFF)
         return cb;
-    if (!c->h1_inner)
+    if (!c->h1_ready)
         h1frame_init(&c->h1, (size_t)c->loop->srv->cfg->max_header_size);
+    c->h1_ready = 1;
     c->h1_inner = cb;
     return on_read;
+}
+
+/* libh2o takes an accepted socket as HTTP/1 (cleartext, or TLS without ALPN h2): on TLS, what the
+ * handshake's last read decrypted is looked at before libh2o's parser reads it. */
+void h2o_http1_accept(h2o_accept_ctx_t *ctx, h2o_socket_t *sock, struct timeval connected_at)
+{
+    void (*real)(h2o_accept_ctx_t *, h2o_socket_t *, struct timeval) =
+        (void (*)(h2o_accept_ctx_t *, h2o_socket_t *, struct timeval))app_library_fn(
+            &real_http1_accept, "h2o_http1_accept");
+    struct h2s_conn *c = sock->on_close.cb == h2s_on_conn_close ? conn_of(sock) : NULL;
+    if (!c || !sock->ssl) {
+        real(ctx, sock, connected_at);
+        return;
+    }
+    h1frame_init(&c->h1, (size_t)c->loop->srv->cfg->max_header_size);
+    c->h1_ready = 1;
+    if (sock->input->size) {
+        switch (look(c, sock, sock->input->size)) {
+        case GO_ON:
+            break;
+        case CLOSE:
+            h2o_socket_close(sock);
+            return;
+        case WRITING:
+            return;
+        }
+    }
+    c->busy++;
+    real(ctx, sock, connected_at);
+    c->busy--;
+    if (c->closed && !c->busy)
+        h2s_conn_free(c);
 }

@@ -67,6 +67,9 @@ struct h2s_conn {
     unsigned char upgraded; /* it turned HTTP/2 by Upgrade: h2c, and the request that asked for
                                it, which came as HTTP/1.1, is still to begin */
     unsigned char gated;    /* a control connection's first head went to the core (h1watch.c) */
+    unsigned char h1_ready; /* its h1 watch is set up: a TLS connection once libh2o took it as
+                               HTTP/1 */
+    char *refusal;          /* TLS: the core's refusal while libh2o's socket writes it */
 };
 
 struct h2s_loop {
@@ -150,19 +153,28 @@ int h2s_call_library(struct h2s_conn *c, h2o_socket_t *sock, h2o_socket_cb cb, c
 
 /* h1watch.c */
 /* libh2o (re)starts reading c's socket with cb: the callback to install instead (the watch in
- * front of cb), or cb itself where there is nothing to watch (TLS, no longer HTTP/1). */
+ * front of cb), or cb itself where there is nothing to watch (a TLS handshake, no longer
+ * HTTP/1). */
 h2o_socket_cb h2s_h1_watch(struct h2s_conn *c, h2o_socket_t *sock, h2o_socket_cb cb);
+/* The write callback of a refusal written through libh2o's socket (TLS): the connection ends. */
+void h2s_refusal_sent(h2o_socket_t *sock, const char *err);
 
 /* request.c */
-/* Answers c's request that h1frame refused (status, why) with the core's answer, written to the
- * socket around libh2o: counted and logged as a refused head is. Its head is at the start of
- * the socket's input. Returns 0 once the whole answer is written, -1 if it could not be. */
-int h2s_refuse_early(struct h2s_conn *c, unsigned status, const char *why);
+/* What became of a request answered around libh2o. */
+enum h2s_early {
+    H2S_EARLY_NONE,    /* nothing to answer: the request goes on to libh2o */
+    H2S_EARLY_SENT,    /* the answer is written whole: the connection ends now */
+    H2S_EARLY_SENDING, /* TLS: libh2o's socket writes it; h2s_refusal_sent ends the connection */
+    H2S_EARLY_FAILED,  /* it could not be written */
+};
+/* Answers c's request that h1frame refused (status, why) with the core's answer, written around
+ * libh2o (on TLS through its socket, which encrypts it): counted and logged as a refused head
+ * is. Its head is at the start of the socket's input. Never H2S_EARLY_NONE. */
+enum h2s_early h2s_refuse_early(struct h2s_conn *c, unsigned status, const char *why);
 /* The head of a control request is whole at the start of c's input, its body not yet read: the
  * core answers it from the head if it refuses it there (a missing or wrong --control-token, a
- * Host or Origin it does not allow, a body over the API's limit). Returns 1 when that answer was
- * written whole, 0 when the request goes on to libh2o, -1 when an answer could not be written. */
-int h2s_gate_control(struct h2s_conn *c);
+ * Host or Origin it does not allow, a body over the API's limit), as h2s_refuse_early writes. */
+enum h2s_early h2s_gate_control(struct h2s_conn *c);
 
 /* budget.c */
 /* A request of c was answered: budget given back. */

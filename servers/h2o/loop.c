@@ -67,6 +67,7 @@ static void on_wake(h2o_socket_t *sock, const char *err)
 
 void h2s_conn_free(struct h2s_conn *c)
 {
+    free(c->refusal);
     h2s_budget_free(c->h2);
     free(c);
 }

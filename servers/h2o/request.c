@@ -409,18 +409,35 @@ static long on_head_lookup(void *ctx, const char *name, char *buf, size_t len)
     return v ? route_value_copy(v, vlen, buf, len) : -1;
 }
 
+/* x's answer written through libh2o's socket (TLS, which encrypts it); c->refusal holds it until
+ * h2s_refusal_sent. */
+static enum h2s_early write_tls(struct h2s_conn *c, struct exchange *x)
+{
+    struct answer a;
+    char head[1024];
+    exchange_answer_of(x, &a);
+    size_t n = answer_format_h1(&a, head, sizeof head);
+    if (!n || c->refusal || !(c->refusal = malloc(n + a.body_len)))
+        return H2S_EARLY_FAILED;
+    memcpy(c->refusal, head, n);
+    memcpy(c->refusal + n, a.body, a.body_len);
+    h2o_iovec_t buf = h2o_iovec_init(c->refusal, n + a.body_len);
+    exchange_answer(x);
+    h2o_socket_write(c->sock, &buf, 1, h2s_refusal_sent);
+    return H2S_EARLY_SENDING;
+}
+
 /* The head at the start of c's input, given to the core: refused with status (and why) when
  * that is not 0, else as it came (a control request, checked before its body). Writes the
- * core's answer when it answers from the head. Returns 1 when it was written whole, 0 when the
- * core reads on (status 0 only), -1 when it could not be written. */
-static int answer_head(struct h2s_conn *c, unsigned status, const char *why)
+ * core's answer when it answers from the head. */
+static enum h2s_early answer_head(struct h2s_conn *c, unsigned status, const char *why)
 {
     h2o_socket_t *sock = c->sock;
     struct head head;
     struct head_field fields[HEAD_MAX_FIELDS];
     int parsed = head_parse(sock->input->bytes, sock->input->size, &head, fields) > 0;
     if (!parsed && !status)
-        return 0;
+        return H2S_EARLY_NONE;
     if (!parsed)
         head = (struct head){.method = "-", .mlen = 1, .target = "", .tlen = 0};
     char method[32], target[512];
@@ -449,27 +466,31 @@ static int answer_head(struct h2s_conn *c, unsigned status, const char *why)
     }
     struct h2s_request *r = calloc(1, REQUEST_SIZE + exchange_size());
     if (!r)
-        return -1;
+        return H2S_EARLY_FAILED;
     r->x = (struct exchange *)(void *)((char *)r + REQUEST_SIZE);
     r->loop = c->loop;
-    int rc = status ? -1 : 0;
+    enum h2s_early rc = status ? H2S_EARLY_FAILED : H2S_EARLY_NONE;
     if (loop_begin(&c->loop->core, r->x, r, &c->c, &in) == EXCHANGE_DO_ANSWER) {
-        int w = exchange_write_h1(r->x, fd);
-        if (w != 0)
-            exchange_answer(r->x);
-        rc = w > 0 ? 1 : -1;
+        if (sock->ssl) {
+            rc = write_tls(c, r->x);
+        } else {
+            int w = exchange_write_h1(r->x, fd);
+            if (w != 0)
+                exchange_answer(r->x);
+            rc = w > 0 ? H2S_EARLY_SENT : H2S_EARLY_FAILED;
+        }
     }
     loop_end(&c->loop->core, r->x);
     free(r);
     return rc;
 }
 
-int h2s_refuse_early(struct h2s_conn *c, unsigned status, const char *why)
+enum h2s_early h2s_refuse_early(struct h2s_conn *c, unsigned status, const char *why)
 {
-    return answer_head(c, status, why) == 1 ? 0 : -1;
+    return answer_head(c, status, why);
 }
 
-int h2s_gate_control(struct h2s_conn *c)
+enum h2s_early h2s_gate_control(struct h2s_conn *c)
 {
     return answer_head(c, 0, NULL);
 }
