@@ -15,10 +15,10 @@
  * A refused request that is the first libh2o holds, with nothing under way on the connection,
  * gets the core's answer, written around libh2o (h2s_refuse_early): on cleartext at once, on TLS
  * through libh2o's socket, which encrypts it; then libh2o closes the connection as if the client
- * had left. One pipelined behind a request libh2o has still to answer is cut off there instead,
- * and in its place libh2o reads a line that is no HTTP, which it answers with its own 400 and a
- * close once the requests before are answered: the order of the answers stays, and nothing
- * after the refused request is read.
+ * had left. One pipelined behind requests libh2o has still to answer is cut off the input, and
+ * its refusal waits: once libh2o has answered those before it, it reads again (read_start) with
+ * nothing left, and the core's answer goes out then, in the loop's next timeout phase, before
+ * the close. The order of the answers stays, and nothing after the refused request is read.
  *
  * On the control listener, the first head is also given to the core as soon as it is whole
  * (h2s_gate_control): what the core refuses from a head there (a missing or wrong token, a Host
@@ -32,7 +32,8 @@
 
 #include <h2o/http1.h>
 
-/* What libh2o reads in place of a refused request behind others: not a request line. */
+/* What libh2o reads in place of a refused request behind others when its refusal cannot wait
+ * (no memory to keep its head): not a request line, which libh2o answers with its own 400. */
 static const char NOT_HTTP[] = "\x01\r\n\r\n";
 
 static _Atomic(void *) real_http1_accept;
@@ -81,6 +82,34 @@ static enum verdict ended(enum h2s_early e)
     return e == H2S_EARLY_SENDING ? WRITING : CLOSE;
 }
 
+/* The refused request at buf (len bytes to the end of the input) waits behind the requests before
+ * it. Returns 0, or -1 if its head cannot be kept. */
+static int defer(struct h2s_conn *c, const char *buf, size_t len, unsigned status, const char *why)
+{
+    size_t keep = len < H2S_DEFERRED_HEAD ? len : H2S_DEFERRED_HEAD;
+    if (c->deferred || !(c->deferred_head = malloc(keep ? keep : 1)))
+        return -1;
+    memcpy(c->deferred_head, buf, keep);
+    c->deferred_len = keep;
+    c->deferred = status;
+    c->deferred_why = why;
+    return 0;
+}
+
+/* The loop's timeout phase after libh2o answered every request before a deferred refusal. */
+static void on_deferred(h2o_timeout_entry_t *entry)
+{
+    struct h2s_conn *c = H2O_STRUCT_FROM_MEMBER(struct h2s_conn, fire, entry);
+    h2o_socket_t *sock = c->sock;
+    /* Not done yet after all: the next read_start looks again. */
+    if (atomic_load(&c->c.active) != 0 || sock->input->size != 0)
+        return;
+    enum h2s_early e = h2s_refuse_deferred(c);
+    c->deferred = 0;
+    if (e != H2S_EARLY_SENDING)
+        call_inner(c, sock, h2o_socket_error_closed);
+}
+
 /* Looks at the `fresh` bytes at the end of sock's input, before libh2o does. */
 static enum verdict look(struct h2s_conn *c, h2o_socket_t *sock, size_t fresh)
 {
@@ -111,6 +140,10 @@ static enum verdict look(struct h2s_conn *c, h2o_socket_t *sock, size_t fresh)
     }
     if (back < in->size) {
         size_t start = in->size - (size_t)back;
+        if (defer(c, in->bytes + start, (size_t)back, status, why) == 0) {
+            in->size = start;
+            return GO_ON;
+        }
         size_t n = sizeof NOT_HTTP - 1 < back ? sizeof NOT_HTTP - 1 : (size_t)back;
         memcpy(in->bytes + start, NOT_HTTP, n);
         in->size = start + n;
@@ -162,6 +195,13 @@ void h2s_refusal_sent(h2o_socket_t *sock, const char *err)
 
 h2o_socket_cb h2s_h1_watch(struct h2s_conn *c, h2o_socket_t *sock, h2o_socket_cb cb)
 {
+    /* libh2o reads again with nothing left: the requests before a deferred refusal are answered
+     * (their answers written: libh2o starts reading from its write callback). The refusal goes
+     * in the next timeout phase, out of libh2o's call. */
+    if (c->deferred && sock->input->size == 0 && !h2o_timeout_is_linked(&c->fire)) {
+        c->fire.cb = on_deferred;
+        h2o_timeout_link(c->loop->evloop, &c->loop->fire_phase, &c->fire);
+    }
     /* A TLS socket is watched once libh2o has taken it as HTTP/1 (h2o_http1_accept below), not
      * during its handshake. */
     if (cb == on_read || (sock->ssl && !c->h1_ready) || c->h1.state == H1FRAME_OFF)

@@ -40,6 +40,9 @@ struct h2s_request {
                                 the connection stays open */
 };
 
+/* Bytes of a deferred refusal's request kept for its log line (h1watch.c). */
+#define H2S_DEFERRED_HEAD 1024
+
 /* How often a connection whose reading paused for what it owes is looked at again. */
 #define H2S_WAIT_MS 10
 
@@ -70,6 +73,13 @@ struct h2s_conn {
     unsigned char h1_ready; /* its h1 watch is set up: a TLS connection once libh2o took it as
                                HTTP/1 */
     char *refusal;          /* TLS: the core's refusal while libh2o's socket writes it */
+    /* A refused request pipelined behind others (h1watch.c): cut off the input, answered once
+     * libh2o has answered those before it and reads again with nothing left. */
+    unsigned deferred;        /* its status, 0 if none */
+    const char *deferred_why; /* its reason (static) */
+    char *deferred_head;      /* the start of it as received (for the log), malloc'd */
+    size_t deferred_len;
+    h2o_timeout_entry_t fire; /* linked to the loop's 0 ms list when it is due */
 };
 
 struct h2s_loop {
@@ -171,6 +181,8 @@ enum h2s_early {
  * libh2o (on TLS through its socket, which encrypts it): counted and logged as a refused head
  * is. Its head is at the start of the socket's input. Never H2S_EARLY_NONE. */
 enum h2s_early h2s_refuse_early(struct h2s_conn *c, unsigned status, const char *why);
+/* The same for a refusal deferred behind others (c->deferred): its head is c->deferred_head. */
+enum h2s_early h2s_refuse_deferred(struct h2s_conn *c);
 /* The head of a control request is whole at the start of c's input, its body not yet read: the
  * core answers it from the head if it refuses it there (a missing or wrong --control-token, a
  * Host or Origin it does not allow, a body over the API's limit), as h2s_refuse_early writes. */

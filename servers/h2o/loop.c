@@ -68,6 +68,9 @@ static void on_wake(h2o_socket_t *sock, const char *err)
 void h2s_conn_free(struct h2s_conn *c)
 {
     free(c->refusal);
+    free(c->deferred_head);
+    if (h2o_timeout_is_linked(&c->fire))
+        h2o_timeout_unlink(&c->fire);
     h2s_budget_free(c->h2);
     free(c);
 }

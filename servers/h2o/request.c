@@ -430,12 +430,26 @@ static enum h2s_early write_tls(struct h2s_conn *c, struct exchange *x)
 /* The head at the start of c's input, given to the core: refused with status (and why) when
  * that is not 0, else as it came (a control request, checked before its body). Writes the
  * core's answer when it answers from the head. */
-static enum h2s_early answer_head(struct h2s_conn *c, unsigned status, const char *why)
+static enum h2s_early answer_head(struct h2s_conn *c, const char *buf, size_t len, unsigned status,
+                                  const char *why)
 {
     h2o_socket_t *sock = c->sock;
     struct head head;
     struct head_field fields[HEAD_MAX_FIELDS];
-    int parsed = head_parse(sock->input->bytes, sock->input->size, &head, fields) > 0;
+    int parsed = head_parse(buf, len, &head, fields) > 0;
+    if (!parsed && status) {
+        /* A head cut short or too long to parse: its request line names it. */
+        const char *eol = memchr(buf, '\n', len), *sp = memchr(buf, ' ', len);
+        const char *sp2 =
+            sp && eol && sp < eol ? memchr(sp + 1, ' ', (size_t)(eol - sp - 1)) : NULL;
+        if (sp2) {
+            head = (struct head){.method = buf,
+                                 .mlen = (size_t)(sp - buf),
+                                 .target = sp + 1,
+                                 .tlen = (size_t)(sp2 - sp - 1)};
+            parsed = 1;
+        }
+    }
     if (!parsed && !status)
         return H2S_EARLY_NONE;
     if (!parsed)
@@ -487,10 +501,16 @@ static enum h2s_early answer_head(struct h2s_conn *c, unsigned status, const cha
 
 enum h2s_early h2s_refuse_early(struct h2s_conn *c, unsigned status, const char *why)
 {
-    return answer_head(c, status, why);
+    return answer_head(c, c->sock->input->bytes, c->sock->input->size, status, why);
+}
+
+enum h2s_early h2s_refuse_deferred(struct h2s_conn *c)
+{
+    return answer_head(c, c->deferred_head ? c->deferred_head : "", c->deferred_len, c->deferred,
+                       c->deferred_why);
 }
 
 enum h2s_early h2s_gate_control(struct h2s_conn *c)
 {
-    return answer_head(c, 0, NULL);
+    return answer_head(c, c->sock->input->bytes, c->sock->input->size, 0, NULL);
 }
