@@ -87,7 +87,7 @@ static int serve(const struct app_engine *engine, const struct config *cfg, cons
     if (rc == 0) {
         char curl[300] = "";
         if (control_fd >= 0)
-            net_format_url(curl, sizeof curl, cfg->tls_cert[0] ? "https" : "http",
+            net_format_url(curl, sizeof curl, config_control_tls(cfg) ? "https" : "http",
                            cfg->control_host, *control_port);
         service_set_endpoints(svc, *port, control_fd >= 0 ? curl : NULL, *control_port);
         struct app_base base = {cfg, lg, svc, *nloops, fds, control_fd, ctl};
@@ -207,8 +207,8 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     char control[320] = "";
     if (cfg.control_host[0]) {
         char curl[300];
-        net_format_url(curl, sizeof curl, cfg.tls_cert[0] ? "https" : "http", cfg.control_host,
-                       control_port);
+        net_format_url(curl, sizeof curl, config_control_tls(&cfg) ? "https" : "http",
+                       cfg.control_host, control_port);
         snprintf(control, sizeof control, " control=%s%s", curl,
                  cfg.control_bearer[0] ? " (token)" : "");
     }

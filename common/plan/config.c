@@ -158,9 +158,9 @@ static const struct opt_def opt_defs[] = {
      "one JSON line per request to FILE, or - for stdout; reopened on SIGHUP (off)"},
     {"spool-dir", 0, OPT_PATH, OFF(spool_dir), 0, 0, "DIR",
      "slowsrv-h2o: where libh2o spools request bodies from about 16 MiB (/tmp)"},
-    {"control", 0, OPT_CONTROL, OFF(control_host), 0, 0, "[ADDR:]PORT",
+    {"control", 0, OPT_CONTROL, OFF(control_host), 0, 0, "[SCHEME://][ADDR:]PORT",
      "serve the control API (live routes, scenario, reset) on its own listener; ADDR "
-     "127.0.0.1 unless given (off)"},
+     "127.0.0.1 unless given; HTTPS with --tls-cert unless http:// is given (off)"},
     {"control-token", 0, OPT_PATH, OFF(control_token), 0, 0, "FILE",
      "control API requests must carry Authorization: Bearer <the first line of FILE> (none)"},
     {"scenario-start", 0, OPT_SCENARIO_START, OFF(scenario_manual), 0, 0, "start|api|at:TIME",
@@ -193,8 +193,8 @@ void config_restart_keys(const struct config *a, const struct config *b, char *o
             same = strcmp(x, y) == 0;
             break;
         case OPT_CONTROL:
-            same =
-                strcmp(a->control_host, b->control_host) == 0 && a->control_port == b->control_port;
+            same = strcmp(a->control_host, b->control_host) == 0 &&
+                   a->control_port == b->control_port && a->control_scheme == b->control_scheme;
             break;
         case OPT_BYTES:
         case OPT_DURATION:
@@ -479,7 +479,29 @@ static int set_value(struct config *cfg, const struct opt_def *d, const char *va
         }
         return 0;
     case OPT_CONTROL: {
-        /* PORT, ADDR:PORT or [V6ADDR]:PORT */
+        /* [http:// or https://] then PORT, ADDR:PORT or [V6ADDR]:PORT, and an optional '/': the
+         * form the startup line shows. */
+        const char *given = val;
+        char bare[CONFIG_HOST_LEN + 16];
+        enum config_scheme scheme = CONFIG_SCHEME_AS_MAIN;
+        if (strncasecmp(val, "http://", 7) == 0) {
+            scheme = CONFIG_SCHEME_HTTP;
+            val += 7;
+        } else if (strncasecmp(val, "https://", 8) == 0) {
+            scheme = CONFIG_SCHEME_HTTPS;
+            val += 8;
+        }
+        size_t blen = strlen(val);
+        if (scheme != CONFIG_SCHEME_AS_MAIN && blen && val[blen - 1] == '/')
+            blen--;
+        if (blen >= sizeof bare) {
+            snprintf(why, whylen, "'%s' is not [http[s]://][ADDR:]PORT (e.g. 9090, 127.0.0.1:9090)",
+                     given);
+            return -EINVAL;
+        }
+        memcpy(bare, val, blen);
+        bare[blen] = '\0';
+        val = bare;
         const char *colon = strrchr(val, ':');
         const char *port = colon ? colon + 1 : val;
         size_t hlen = colon ? (size_t)(colon - val) : 0;
@@ -490,7 +512,10 @@ static int set_value(struct config *cfg, const struct opt_def *d, const char *va
         }
         if (parse_u64(port, &v, &rest) != 0 || *rest || v > 65535 || (colon && hlen == 0) ||
             hlen >= CONFIG_HOST_LEN || (hlen && memchr(host, '/', hlen))) {
-            snprintf(why, whylen, "'%s' is not [ADDR:]PORT (e.g. 9090, 127.0.0.1:9090)", val);
+            snprintf(why, whylen,
+                     "'%s' is not [http[s]://][ADDR:]PORT (e.g. 9090, 127.0.0.1:9090, "
+                     "http://0.0.0.0:9090)",
+                     given);
             return -EINVAL;
         }
         if (hlen) {
@@ -500,6 +525,7 @@ static int set_value(struct config *cfg, const struct opt_def *d, const char *va
             snprintf(cfg->control_host, sizeof cfg->control_host, "127.0.0.1");
         }
         cfg->control_port = (unsigned)v;
+        cfg->control_scheme = scheme;
         return 0;
     }
     case OPT_SCENARIO_START: {
@@ -1373,6 +1399,12 @@ static int validate(struct config *cfg, const struct config_engine *engine,
             return -EINVAL;
         }
     }
+    if (cfg->control_host[0] && cfg->control_scheme == CONFIG_SCHEME_HTTPS && !cfg->tls_cert[0]) {
+        snprintf(err, errlen,
+                 "control: https:// needs --tls-cert and --tls-key (the control API serves the "
+                 "main port's certificate); give them, or drop https://");
+        return -EINVAL;
+    }
     if (cfg->control_token[0] != '\0') {
         char *text;
         size_t len;
@@ -1543,4 +1575,10 @@ void config_usage(FILE *out, const struct config_engine *engine)
             "-c, --config FILE", "JSON config file of option names (also SLOWSRV_CONFIG)",
             "    --check-config FILE", "validate FILE (and env and flags), then exit", "-h, --help",
             "print this help", "-V, --version", "print the version");
+}
+
+int config_control_tls(const struct config *cfg)
+{
+    return cfg->control_scheme == CONFIG_SCHEME_HTTPS ||
+           (cfg->control_scheme == CONFIG_SCHEME_AS_MAIN && cfg->tls_cert[0] != '\0');
 }

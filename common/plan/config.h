@@ -100,6 +100,14 @@ enum config_action {
     CONFIG_ACTION_CHECK,   /* --check-config FILE: the file was loaded and is valid, exit 0 */
 };
 
+/* The scheme given with --control: none (the main port's: HTTPS with --tls-cert), or one asked
+ * for. */
+enum config_scheme {
+    CONFIG_SCHEME_AS_MAIN = 0,
+    CONFIG_SCHEME_HTTP,
+    CONFIG_SCHEME_HTTPS,
+};
+
 struct config {
     char bind[CONFIG_HOST_LEN]; /* address to listen on */
     unsigned port;              /* 0 = ephemeral */
@@ -139,6 +147,7 @@ struct config {
     char config_file[CONFIG_PATH_LEN];     /* the config file read, "" if none */
     char control_host[CONFIG_HOST_LEN];    /* --control: the control API's address, "" when off */
     unsigned control_port;                 /* its port (0 picks a free one) */
+    enum config_scheme control_scheme;     /* http:// or https:// before it, or neither */
     char control_token[CONFIG_PATH_LEN];   /* --control-token FILE, "" for none */
     char control_bearer[CONFIG_TOKEN_LEN]; /* that file's token (its first line), "" for none */
     char *scenario;      /* the config file's "scenario" as JSON text (malloc'd), or NULL */
@@ -162,6 +171,9 @@ int config_check_delays(const struct config *cfg, uint64_t max_delay_us, const c
 
 /* Built-in defaults, before any source is applied. */
 extern const struct config config_defaults;
+
+/* 1 if the control listener serves TLS: https:// asked for, or none asked and --tls-cert given. */
+int config_control_tls(const struct config *cfg);
 
 /* Loads the configuration for `engine` from argv (argv[0] is the program name), the environment
  * `envp` (NULL-terminated "NAME=value" strings, e.g. environ) and the config file named by

@@ -40,6 +40,9 @@ struct h2s_request {
                                 the connection stays open */
 };
 
+/* Bytes of a deferred refusal's request kept for its log line (h1watch.c). */
+#define H2S_DEFERRED_HEAD 1024
+
 /* How often a connection whose reading paused for what it owes is looked at again. */
 #define H2S_WAIT_MS 10
 
@@ -66,6 +69,17 @@ struct h2s_conn {
     unsigned char closed;   /* its socket closed while busy */
     unsigned char upgraded; /* it turned HTTP/2 by Upgrade: h2c, and the request that asked for
                                it, which came as HTTP/1.1, is still to begin */
+    unsigned char gated;    /* a control connection's first head went to the core (h1watch.c) */
+    unsigned char h1_ready; /* its h1 watch is set up: a TLS connection once libh2o took it as
+                               HTTP/1 */
+    char *refusal;          /* TLS: the core's refusal while libh2o's socket writes it */
+    /* A refused request pipelined behind others (h1watch.c): cut off the input, answered once
+     * libh2o has answered those before it and reads again with nothing left. */
+    unsigned deferred;        /* its status, 0 if none */
+    const char *deferred_why; /* its reason (static) */
+    char *deferred_head;      /* the start of it as received (for the log), malloc'd */
+    size_t deferred_len;
+    h2o_timeout_entry_t fire; /* linked to the loop's 0 ms list when it is due */
 };
 
 struct h2s_loop {
@@ -149,14 +163,30 @@ int h2s_call_library(struct h2s_conn *c, h2o_socket_t *sock, h2o_socket_cb cb, c
 
 /* h1watch.c */
 /* libh2o (re)starts reading c's socket with cb: the callback to install instead (the watch in
- * front of cb), or cb itself where there is nothing to watch (TLS, no longer HTTP/1). */
+ * front of cb), or cb itself where there is nothing to watch (a TLS handshake, no longer
+ * HTTP/1). */
 h2o_socket_cb h2s_h1_watch(struct h2s_conn *c, h2o_socket_t *sock, h2o_socket_cb cb);
+/* The write callback of a refusal written through libh2o's socket (TLS): the connection ends. */
+void h2s_refusal_sent(h2o_socket_t *sock, const char *err);
 
 /* request.c */
-/* Answers c's request that h1frame refused (status, why) with the core's answer, written to the
- * socket around libh2o: counted and logged as a refused head is. Its head is at the start of
- * the socket's input. Returns 0 once the whole answer is written, -1 if it could not be. */
-int h2s_refuse_early(struct h2s_conn *c, unsigned status, const char *why);
+/* What became of a request answered around libh2o. */
+enum h2s_early {
+    H2S_EARLY_NONE,    /* nothing to answer: the request goes on to libh2o */
+    H2S_EARLY_SENT,    /* the answer is written whole: the connection ends now */
+    H2S_EARLY_SENDING, /* TLS: libh2o's socket writes it; h2s_refusal_sent ends the connection */
+    H2S_EARLY_FAILED,  /* it could not be written */
+};
+/* Answers c's request that h1frame refused (status, why) with the core's answer, written around
+ * libh2o (on TLS through its socket, which encrypts it): counted and logged as a refused head
+ * is. Its head is at the start of the socket's input. Never H2S_EARLY_NONE. */
+enum h2s_early h2s_refuse_early(struct h2s_conn *c, unsigned status, const char *why);
+/* The same for a refusal deferred behind others (c->deferred): its head is c->deferred_head. */
+enum h2s_early h2s_refuse_deferred(struct h2s_conn *c);
+/* The head of a control request is whole at the start of c's input, its body not yet read: the
+ * core answers it from the head if it refuses it there (a missing or wrong --control-token, a
+ * Host or Origin it does not allow, a body over the API's limit), as h2s_refuse_early writes. */
+enum h2s_early h2s_gate_control(struct h2s_conn *c);
 
 /* budget.c */
 /* A request of c was answered: budget given back. */

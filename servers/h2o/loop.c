@@ -67,6 +67,10 @@ static void on_wake(h2o_socket_t *sock, const char *err)
 
 void h2s_conn_free(struct h2s_conn *c)
 {
+    free(c->refusal);
+    free(c->deferred_head);
+    if (h2o_timeout_is_linked(&c->fire))
+        h2o_timeout_unlink(&c->fire);
     h2s_budget_free(c->h2);
     free(c);
 }
@@ -314,10 +318,12 @@ void *h2s_loop_main(void *arg)
     loop->wake_poll_fd = -1; /* the socket owns it now */
     if (loop->index == 0 && srv->control_fd >= 0) {
         h2o_context_init(&loop->ctl_ctx, loop->evloop, &srv->ctl_conf);
-        /* With --tls-cert the control API speaks TLS too, with the same certificate: its token
-         * must not cross the network in clear. */
-        loop->ctl_accept = (h2o_accept_ctx_t){
-            .ctx = &loop->ctl_ctx, .hosts = srv->ctl_conf.hosts, .ssl_ctx = srv->ssl_ctx};
+        /* With --tls-cert the control API speaks TLS too, with the same certificate, so that
+         * its token does not cross the network in clear; plain HTTP only if asked (http://). */
+        loop->ctl_accept =
+            (h2o_accept_ctx_t){.ctx = &loop->ctl_ctx,
+                               .hosts = srv->ctl_conf.hosts,
+                               .ssl_ctx = config_control_tls(srv->cfg) ? srv->ssl_ctx : NULL};
         loop->ctl_listener = watch(loop, srv->control_fd, on_accept);
         srv->control_fd = -1;
         loop->ctl_ready = 1;

@@ -402,12 +402,57 @@ void h2s_library_answer(h2o_logger_t *self, h2o_req_t *req)
     exchange_library_answer(srv->svc, loop->core.shard, &in, (unsigned)req->res.status);
 }
 
-int h2s_refuse_early(struct h2s_conn *c, unsigned status, const char *why)
+static long on_head_lookup(void *ctx, const char *name, char *buf, size_t len)
+{
+    size_t vlen;
+    const char *v = head_value(ctx, name, &vlen);
+    return v ? route_value_copy(v, vlen, buf, len) : -1;
+}
+
+/* x's answer written through libh2o's socket (TLS, which encrypts it); c->refusal holds it until
+ * h2s_refusal_sent. */
+static enum h2s_early write_tls(struct h2s_conn *c, struct exchange *x)
+{
+    struct answer a;
+    char head[1024];
+    exchange_answer_of(x, &a);
+    size_t n = answer_format_h1(&a, head, sizeof head);
+    if (!n || c->refusal || !(c->refusal = malloc(n + a.body_len)))
+        return H2S_EARLY_FAILED;
+    memcpy(c->refusal, head, n);
+    memcpy(c->refusal + n, a.body, a.body_len);
+    h2o_iovec_t buf = h2o_iovec_init(c->refusal, n + a.body_len);
+    exchange_answer(x);
+    h2o_socket_write(c->sock, &buf, 1, h2s_refusal_sent);
+    return H2S_EARLY_SENDING;
+}
+
+/* The head at the start of c's input, given to the core: refused with status (and why) when
+ * that is not 0, else as it came (a control request, checked before its body). Writes the
+ * core's answer when it answers from the head. */
+static enum h2s_early answer_head(struct h2s_conn *c, const char *buf, size_t len, unsigned status,
+                                  const char *why)
 {
     h2o_socket_t *sock = c->sock;
     struct head head;
     struct head_field fields[HEAD_MAX_FIELDS];
-    if (head_parse(sock->input->bytes, sock->input->size, &head, fields) <= 0)
+    int parsed = head_parse(buf, len, &head, fields) > 0;
+    if (!parsed && status) {
+        /* A head cut short or too long to parse: its request line names it. */
+        const char *eol = memchr(buf, '\n', len), *sp = memchr(buf, ' ', len);
+        const char *sp2 =
+            sp && eol && sp < eol ? memchr(sp + 1, ' ', (size_t)(eol - sp - 1)) : NULL;
+        if (sp2) {
+            head = (struct head){.method = buf,
+                                 .mlen = (size_t)(sp - buf),
+                                 .target = sp + 1,
+                                 .tlen = (size_t)(sp2 - sp - 1)};
+            parsed = 1;
+        }
+    }
+    if (!parsed && !status)
+        return H2S_EARLY_NONE;
+    if (!parsed)
         head = (struct head){.method = "-", .mlen = 1, .target = "", .tlen = 0};
     char method[32], target[512];
     snprintf(method, sizeof method, "%.*s", (int)head.mlen, head.method);
@@ -425,19 +470,47 @@ int h2s_refuse_early(struct h2s_conn *c, unsigned status, const char *why)
                                .peer = plen ? (struct sockaddr *)&peer : NULL,
                                .refused = status,
                                .refused_why = why};
+    if (!status) {
+        /* The whole head: the control API reads its Authorization, Origin and Host. */
+        in.target = head.target;
+        in.target_len = head.tlen;
+        in.lookup = on_head_lookup;
+        in.ctx = &head;
+        in.head = &head;
+    }
     struct h2s_request *r = calloc(1, REQUEST_SIZE + exchange_size());
     if (!r)
-        return -1;
+        return H2S_EARLY_FAILED;
     r->x = (struct exchange *)(void *)((char *)r + REQUEST_SIZE);
     r->loop = c->loop;
-    int rc = -1;
+    enum h2s_early rc = status ? H2S_EARLY_FAILED : H2S_EARLY_NONE;
     if (loop_begin(&c->loop->core, r->x, r, &c->c, &in) == EXCHANGE_DO_ANSWER) {
-        int w = exchange_write_h1(r->x, fd);
-        if (w != 0)
-            exchange_answer(r->x);
-        rc = w > 0 ? 0 : -1;
+        if (sock->ssl) {
+            rc = write_tls(c, r->x);
+        } else {
+            int w = exchange_write_h1(r->x, fd);
+            if (w != 0)
+                exchange_answer(r->x);
+            rc = w > 0 ? H2S_EARLY_SENT : H2S_EARLY_FAILED;
+        }
     }
     loop_end(&c->loop->core, r->x);
     free(r);
     return rc;
+}
+
+enum h2s_early h2s_refuse_early(struct h2s_conn *c, unsigned status, const char *why)
+{
+    return answer_head(c, c->sock->input->bytes, c->sock->input->size, status, why);
+}
+
+enum h2s_early h2s_refuse_deferred(struct h2s_conn *c)
+{
+    return answer_head(c, c->deferred_head ? c->deferred_head : "", c->deferred_len, c->deferred,
+                       c->deferred_why);
+}
+
+enum h2s_early h2s_gate_control(struct h2s_conn *c)
+{
+    return answer_head(c, c->sock->input->bytes, c->sock->input->size, 0, NULL);
 }

@@ -55,6 +55,17 @@ static int loop_epoll_init(struct mhd_loop *loop, char *err)
         snprintf(err, CORE_ERR_LEN, "epoll: %s", strerror(errno));
         return -EMFILE;
     }
+    /* The plain control daemon beside TLS shards (mhd_open_control), started already. */
+    if (loop->ctl.daemon) {
+        const union MHD_DaemonInfo *di =
+            MHD_get_daemon_info(loop->ctl.daemon, MHD_DAEMON_INFO_EPOLL_FD);
+        if (di)
+            loop->ctl.ep_fd = di->epoll_fd;
+        if (!di || loop_watch(loop, di->epoll_fd, loop->nshards + 3) != 0) {
+            snprintf(err, CORE_ERR_LEN, "epoll: %s", strerror(errno));
+            return -EMFILE;
+        }
+    }
     return shard_open(loop, err);
 }
 
@@ -189,12 +200,15 @@ static void run_epoll(void *ctx, uint64_t wait_us)
             wait_us = loop->accept_paused_until - now;
         }
     }
-    for (size_t i = 0; i < loop->used; i++) {
-        uint64_t next = loop->shards[i].next_us;
+    for (size_t i = 0; i <= loop->used; i++) {
+        struct mhd_shard *s = i < loop->used ? &loop->shards[i] : &loop->ctl;
+        uint64_t next = s->next_us;
+        if (!s->daemon)
+            continue;
         /* A shard can be due already: a connection this thread resumed while MHD ran (a request
          * admitted at once by --workers, say). MHD picks it up on its next run only, and an
          * external-loop daemon has no channel that would wake this wait for it. */
-        if (next <= now || atomic_load_explicit(&loop->shards[i].due, memory_order_acquire))
+        if (next <= now || atomic_load_explicit(&s->due, memory_order_acquire))
             wait_us = 0;
         else if (next - now < wait_us)
             wait_us = next - now;
@@ -203,8 +217,10 @@ static void run_epoll(void *ctx, uint64_t wait_us)
     now = timer_now_us();
     for (int i = 0; i < n; i++) {
         uint64_t k = ev[i].data.u64;
-        if (k > loop->nshards + 2)
+        if (k > loop->nshards + 3)
             peer_shut(loop, ev[i].data.ptr);
+        else if (k == loop->nshards + 3)
+            atomic_store_explicit(&loop->ctl.due, 1, memory_order_relaxed);
         else if (k == loop->nshards + 2)
             mhd_accept(loop, loop->control_fd, 1, now);
         else if (k < loop->nshards)
@@ -217,6 +233,8 @@ static void run_epoll(void *ctx, uint64_t wait_us)
     for (size_t i = 0; i < loop->used; i++)
         if (loop->shards[i].next_us <= now)
             atomic_store_explicit(&loop->shards[i].due, 1, memory_order_relaxed);
+    if (loop->ctl.daemon && loop->ctl.next_us <= now)
+        atomic_store_explicit(&loop->ctl.due, 1, memory_order_relaxed);
     mhd_run_shards(loop, 0);
     rearm_shut(loop);
 }

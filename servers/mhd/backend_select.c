@@ -23,19 +23,27 @@ static void run_select(void *ctx, uint64_t wait_us)
     struct mhd_loop *loop = ctx;
     int wake_fd = loop_wake_fd(&loop->core);
     struct MHD_Daemon *d = loop->shards[0].daemon;
+    /* The plain control daemon beside a TLS one (mhd_open_control), or NULL. */
+    struct MHD_Daemon *ctl = loop->ctl.daemon;
     MHD_UNSIGNED_LONG_LONG mhd_ms;
     if (MHD_get_timeout(d, &mhd_ms) == MHD_YES && mhd_ms * 1000 < wait_us)
         wait_us = mhd_ms * 1000;
+    if (ctl && MHD_get_timeout(ctl, &mhd_ms) == MHD_YES && mhd_ms * 1000 < wait_us)
+        wait_us = mhd_ms * 1000;
     /* Resumed by this thread during the last run (see run_epoll): run again without waiting. */
-    if (atomic_exchange_explicit(&loop->shards[0].due, 0, memory_order_acq_rel))
+    if (atomic_exchange_explicit(&loop->shards[0].due, 0, memory_order_acq_rel) ||
+        (ctl && atomic_exchange_explicit(&loop->ctl.due, 0, memory_order_acq_rel)))
         wait_us = 0;
     fd_set rs, ws, es;
     MHD_socket max = -1;
     FD_ZERO(&rs);
     FD_ZERO(&ws);
     FD_ZERO(&es);
-    if (MHD_get_fdset(d, &rs, &ws, &es, &max) != MHD_YES) {
+    if (MHD_get_fdset(d, &rs, &ws, &es, &max) != MHD_YES ||
+        (ctl && MHD_get_fdset(ctl, &rs, &ws, &es, &max) != MHD_YES)) {
         MHD_run(d);
+        if (ctl)
+            MHD_run(ctl);
         return;
     }
     FD_SET(wake_fd, &rs);
@@ -60,6 +68,8 @@ static void run_select(void *ctx, uint64_t wait_us)
     int n = select(max + 1, &rs, &ws, &es, &tv);
     if (n < 0) {
         MHD_run(d);
+        if (ctl)
+            MHD_run(ctl);
         return;
     }
     int woken = FD_ISSET(wake_fd, &rs);
@@ -75,10 +85,14 @@ static void run_select(void *ctx, uint64_t wait_us)
             loop->accept_paused_until = now + rest;
     }
     MHD_run_from_select(d, &rs, &ws, &es);
+    if (ctl)
+        MHD_run_from_select(ctl, &rs, &ws, &es);
     /* A wake-up means a connection was resumed from another thread; MHD_run_from_select only
      * handles the sockets select() reported, MHD_run also picks up resumed connections. */
     if (woken)
         MHD_run(d);
+    if (woken && ctl)
+        MHD_run(ctl);
 }
 
 static const struct loop_backend core = {

@@ -60,9 +60,9 @@ void mhd_on_connection(void *cls, struct MHD_Connection *conn, void **socket_con
 int mhd_adopt(void *ctx, int fd, const struct sockaddr *peer, socklen_t len, int control)
 {
     struct mhd_loop *loop = ctx;
-    struct mhd_shard *s =
-        loop->srv->backend->place ? loop->srv->backend->place(loop) : &loop->shards[0];
-    (void)control;
+    struct mhd_shard *s = control && loop->ctl.daemon ? &loop->ctl
+                          : loop->srv->backend->place ? loop->srv->backend->place(loop)
+                                                      : &loop->shards[0];
     /* On failure libmicrohttpd has closed the socket already. */
     int rc = MHD_add_connection(s->daemon, fd, peer, len) == MHD_YES ? 0 : -1;
     atomic_store_explicit(&s->due, 1, memory_order_relaxed);

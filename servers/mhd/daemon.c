@@ -65,7 +65,8 @@ int mhd_start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err)
     OPT(MHD_OPTION_URI_LOG_CALLBACK, mhd_on_uri, shard);
     if (srv->cfg->model == CONFIG_MODEL_THREAD_PER_CONNECTION)
         OPT(MHD_OPTION_THREAD_STACK_SIZE, 256 * 1024, NULL);
-    if (srv->tls_cert) {
+    int tls = mhd_shard_tls(shard);
+    if (tls) {
         flags |= MHD_USE_TLS;
         OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, srv->tls_cert);
         OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key);
@@ -78,7 +79,7 @@ int mhd_start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err)
     shard->daemon = MHD_start_daemon(flags, 0, NULL, NULL, mhd_on_request, shard, MHD_OPTION_ARRAY,
                                      opts, MHD_OPTION_END);
     if (!shard->daemon) {
-        if (srv->tls_cert)
+        if (tls)
             snprintf(err, CORE_ERR_LEN,
                      "tls-key: libmicrohttpd (GnuTLS) refused the certificate and key; is "
                      "--tls-key the PEM key of --tls-cert? (--log-level debug says more)");
@@ -96,4 +97,17 @@ int mhd_open_daemon(struct mhd_loop *loop, char *err)
     int rc = mhd_start_daemon(&loop->shards[0], loop->srv->cfg->max_connections, err);
     loop->used = rc == 0;
     return rc;
+}
+
+int mhd_shard_tls(const struct mhd_shard *shard)
+{
+    return shard->loop->srv->tls_cert && shard != &shard->loop->ctl;
+}
+
+int mhd_open_control(struct mhd_loop *loop, char *err)
+{
+    const struct app_server *srv = loop->srv;
+    if (loop->control_fd < 0 || !srv->tls_cert || config_control_tls(srv->cfg))
+        return 0;
+    return mhd_start_daemon(&loop->ctl, srv->cfg->max_connections, err);
 }

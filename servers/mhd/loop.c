@@ -80,8 +80,10 @@ void mhd_fired(void *ctx)
 
 void mhd_run_shards(struct mhd_loop *loop, int all)
 {
-    for (size_t i = 0; i < loop->used; i++) {
-        struct mhd_shard *s = &loop->shards[i];
+    for (size_t i = 0; i <= loop->used; i++) {
+        struct mhd_shard *s = i < loop->used ? &loop->shards[i] : &loop->ctl;
+        if (!s->daemon)
+            continue;
         if (!atomic_exchange_explicit(&s->due, 0, memory_order_acq_rel) && !all)
             continue;
         MHD_run(s->daemon);

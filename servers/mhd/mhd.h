@@ -83,7 +83,11 @@ struct mhd_loop {
     size_t index;
     struct mhd_shard *shards; /* one unless the epoll model */
     size_t nshards;
-    size_t used;    /* shards whose daemon runs: shards[0..used) */
+    size_t used; /* shards whose daemon runs: shards[0..used) */
+    /* Loop 0, when the control listener speaks plain HTTP beside a TLS main port (--control
+     * http://...): the control connections' own daemon, without TLS; else its daemon is NULL
+     * and they go to the shards. */
+    struct mhd_shard ctl;
     int listen_fd;  /* the loop accepts on it (mhd_accept) */
     int control_fd; /* loop 0: the control listener (--control), or -1; accepted the same way */
     int ep_fd;      /* epoll model: the shards' epoll fds, the wake-up and the listeners */
@@ -159,6 +163,12 @@ extern const struct mhd_backend mhd_backend_epoll, mhd_backend_poll, mhd_backend
 int mhd_start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err);
 /* select, poll and thread-per-connection: the loop's one daemon. */
 int mhd_open_daemon(struct mhd_loop *loop, char *err);
+/* Loop 0, where the control listener speaks plain HTTP beside a TLS main port: starts the
+ * control connections' daemon (loop->ctl) with the model's flags and no TLS. 0 where there is
+ * nothing to start. */
+int mhd_open_control(struct mhd_loop *loop, char *err);
+/* 1 if the connections of shard speak TLS. */
+int mhd_shard_tls(const struct mhd_shard *shard);
 
 /* Accepts what is pending on listening socket fd (control: the control listener) through the
  * core (loop_accept), which hands each connection to a daemon; returns what loop_accept returns,

@@ -258,7 +258,7 @@ static int answer_early(struct request *rq)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (rq->shard->loop->srv->tls_cert || !ci)
+    if (mhd_shard_tls(rq->shard) || !ci)
         return 0;
     int rc = exchange_write_h1(rq->x, ci->connect_fd);
     if (rc == 0)

@@ -145,11 +145,16 @@ static int mhd_server_start(struct app_server *srv, struct app_base *base, char 
             atomic_init(&loop->shards[k].due, 0);
             atomic_init(&loop->shards[k].conns, 0);
         }
+        loop->ctl = (struct mhd_shard){.loop = loop, .next_us = UINT64_MAX, .ep_fd = -1};
+        atomic_init(&loop->ctl.due, 0);
+        atomic_init(&loop->ctl.conns, 0);
         if (rc == 0 && (!loop->shards || mhd_build_cache(srv, loop) != 0))
             rc = -ENOMEM;
-        if (rc == 0)
-            rc = srv->backend->open(loop, err);
-        else
+        if (rc == 0) {
+            rc = mhd_open_control(loop, err);
+            if (rc == 0)
+                rc = srv->backend->open(loop, err);
+        } else
             snprintf(err, errlen, "loop set-up: %s", strerror(-rc));
         if (rc == 0) {
             rc = -pthread_create(&loop->thread, NULL, loop_main, loop);
@@ -182,6 +187,9 @@ static void mhd_server_stop(struct app_server *srv)
                 MHD_stop_daemon(loop->shards[k].daemon);
             loop->shards[k].daemon = NULL;
         }
+        if (loop->ctl.daemon)
+            MHD_stop_daemon(loop->ctl.daemon);
+        loop->ctl.daemon = NULL;
     }
 }
 

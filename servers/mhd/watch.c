@@ -98,7 +98,7 @@ void mhd_watch(struct mhd_conn *w, int fd, int on)
         return;
     if (on) {
         h1frame_init_stream(&w->h1, (size_t)w->shard->loop->srv->cfg->max_header_size);
-        w->tls = w->shard->loop->srv->tls_cert != NULL;
+        w->tls = mhd_shard_tls(w->shard);
     }
     atomic_store_explicit(&watched[fd], on ? w : NULL, memory_order_release);
 }

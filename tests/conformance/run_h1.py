@@ -2,7 +2,7 @@
 """The HTTP/1.1 conformance corpus: sends every request of tests/conformance/h1/*.req to one
 binary in one thread model, and compares what came back with expected.txt.
 
-    run_h1.py BINARY [--model MODEL] [--only CASE...] [--print]
+    run_h1.py BINARY [--model MODEL] [--tls | --tls-first] [--only CASE...] [--print]
 
 Each case is sent on a new connection, followed in the same write by a sentinel request
 (GET /echo with Connection: close) unless the case says otherwise, then read until the server
@@ -23,6 +23,12 @@ sending side down after the request instead of sending the sentinel, '% then not
 no sentinel; '% repeat N' sends the next line N times; "Content-Length: {}" in the head
 stands for the length of what follows it. expected.txt has one line per case; a line "CASE@ENGINE ..." holds an engine's
 own answer where its library decides before slowsrv can (each with its reason in a comment).
+With --tls the server serves HTTPS (a self-signed certificate made with openssl) and every
+case is sent over TLS (ALPN http/1.1) once the handshake is done; with --tls-first the case
+goes in the same write as the client's last handshake flight, so that the server decrypts it
+with the handshake (slowsrv-h2o's libh2o then hands it to its HTTP/1 parser at once). The
+answers must be the cleartext ones; a '% then shutdown' case shuts the TCP connection's sending
+side without a TLS close_notify.
 Exit status: 0 if every case matched, 1 if not, 2 if the server could not be run.
 """
 
@@ -31,6 +37,7 @@ import os
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -128,20 +135,76 @@ def frame(buf, head_request):
     return tokens
 
 
-def exchange(port, data, then):
-    s = socket.create_connection(("127.0.0.1", port))
+class Conn:
+    """A connection to the server: plain TCP, or TLS driven through memory BIOs over it, so that
+    the first bytes can go in the same write as the handshake's last flight (tls == "first")."""
+
+    def __init__(self, port, tls=None):
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.settimeout(SILENCE)
+        self.tls = tls
+        if not tls:
+            return
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.set_alpn_protocols(["http/1.1"])
+        self.inc, self.out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.obj = ctx.wrap_bio(self.inc, self.out, server_hostname="127.0.0.1")
+        while True:
+            try:
+                self.obj.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                self.sock.sendall(self.out.read())
+                d = self.sock.recv(65536)
+                if not d:
+                    raise OSError("closed in the handshake")
+                self.inc.write(d)
+        if tls != "first":
+            self.sock.sendall(self.out.read())
+
+    def sendall(self, data):
+        if not self.tls:
+            self.sock.sendall(data)
+            return
+        self.obj.write(data)
+        self.sock.sendall(self.out.read())
+
+    def recv(self):
+        """Bytes that came, or b"" at the end of the stream."""
+        if not self.tls:
+            return self.sock.recv(65536)
+        while True:
+            try:
+                return self.obj.read(65536)
+            except ssl.SSLWantReadError:
+                d = self.sock.recv(65536)
+                if not d:
+                    return b""
+                self.inc.write(d)
+            except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+                return b""
+            except ssl.SSLError as e:
+                raise OSError(str(e))
+
+
+def exchange(port, data, then, tls=None):
+    try:
+        s = Conn(port, tls)
+    except OSError:
+        return b"", True
     try:
         s.sendall(data + (SENTINEL if then == "sentinel" else b""))
         if then == "shutdown":
-            s.shutdown(socket.SHUT_WR)
+            s.sock.shutdown(socket.SHUT_WR)
     except OSError:
         pass
-    s.settimeout(SILENCE)
     buf = b""
     closed = False
     try:
         while True:
-            d = s.recv(65536)
+            d = s.recv()
             if not d:
                 closed = True
                 break
@@ -150,23 +213,23 @@ def exchange(port, data, then):
         pass
     except OSError:  # a reset is a close too
         closed = True
-    s.close()
+    s.sock.close()
     return buf, closed
 
 
-def in_flight(port):
+def in_flight(port, tls=None):
     """The server's in-flight count once nothing is in flight any more (at most 3 s)."""
     deadline = time.time() + 3
     while True:
-        s = socket.create_connection(("127.0.0.1", port))
+        s = Conn(port, tls and "after")
         s.sendall(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         buf = b""
         while True:
-            d = s.recv(65536)
+            d = s.recv()
             if not d:
                 break
             buf += d
-        s.close()
+        s.sock.close()
         n = json.loads(buf.split(b"\r\n\r\n", 1)[1])["in_flight"]
         if n == 0 or time.time() > deadline:
             return n
@@ -255,6 +318,7 @@ def main():
         sys.exit(__doc__)
     binary = argv.pop(0)
     model = None
+    tls = None
     only = []
     show = False
     while argv:
@@ -266,17 +330,27 @@ def main():
             argv = []
         elif a == "--print":
             show = True
+        elif a in ("--tls", "--tls-first"):
+            tls = "first" if a == "--tls-first" else "after"
     engine = engine_of(binary)
     want = expected(engine)
     cases = sorted(f[:-4] for f in os.listdir(os.path.join(HERE, "h1")) if f.endswith(".req"))
-    proc, port = start(binary, model)
+    extra = []
+    tmp = tempfile.TemporaryDirectory()
+    if tls:
+        cert, key = os.path.join(tmp.name, "cert.pem"), os.path.join(tmp.name, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                        key, "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1"],
+                       check=True, capture_output=True)
+        extra = ["--tls-cert", cert, "--tls-key", key]
+    proc, port = start(binary, model, extra)
     failed = 0
     try:
         for case in cases:
             if only and case not in only:
                 continue
             data, then = load_case(os.path.join(HERE, "h1", case + ".req"))
-            buf, closed = exchange(port, data, then)
+            buf, closed = exchange(port, data, then, tls)
             tokens = frame(buf, data.startswith(b"HEAD "))
             if proc.poll() is not None:
                 print("%s: the server exited (%d)" % (case, proc.returncode))
@@ -284,7 +358,7 @@ def main():
             got = "%s %s in_flight=%d" % (
                 " ".join(tokens) if tokens else "none",
                 "close" if closed else "open",
-                in_flight(port),
+                in_flight(port, tls),
             )
             if show:
                 print("%s %s" % (case, got))
@@ -298,7 +372,8 @@ def main():
     if rc != 0:
         failed += 1
     n = len([c for c in cases if not only or c in only])
-    print("%s%s: %d cases, %d failed" % (engine, "." + model if model else "", n, failed))
+    print("%s%s%s: %d cases, %d failed" % (engine, "." + model if model else "",
+                                          " over TLS" if tls else "", n, failed))
     return 1 if failed else 0
 
 

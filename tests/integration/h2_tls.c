@@ -607,8 +607,111 @@ static void control_speaks_tls(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
+/* --control http://ADDR:PORT asks for plain HTTP on the control listener beside a TLS main port,
+ * in every model: the startup line says http://, a plain PATCH with the token changes what the
+ * main port answers over TLS, and TLS there gets no answer. https:// without --tls-cert, or
+ * another scheme, is a config error (exit 2). */
+static void control_plain_beside_tls(const struct itest_env *env)
+{
+    char cert[300], key[300];
+    struct server s;
+    static struct reply r;
+    CHECK_INT(make_cert(env, cert, key, sizeof cert), 0);
+    const char *token = write_file(env, "token", "s3cret-t0ken\n");
+    const char *args[] = {"--tls-cert",
+                          cert,
+                          "--tls-key",
+                          key,
+                          "--control",
+                          "http://127.0.0.1:0",
+                          "--control-token",
+                          token,
+                          "--model",
+                          env->model,
+                          "--delay",
+                          "0",
+                          NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    const char *p = strstr(s.startup, " control=http://127.0.0.1:");
+    CHECK(p != NULL);
+    CHECK(strstr(s.startup, "listening on https://") != NULL);
+    unsigned cp = p ? (unsigned)strtoul(strrchr(p, ':') + 1, NULL, 10) : 0;
+    struct target plain = {cp, 0, CURL_HTTP_VERSION_1_1, 3000};
+    struct target main_tls = {s.port, 1, CURL_HTTP_VERSION_1_1, 3000};
+    const char *auth[] = {"Authorization: Bearer s3cret-t0ken", NULL};
+    http_request_to(&plain, "PATCH", "/routes/test", "{\"status\": 503}", auth, &r, NULL);
+    CHECK_INT(r.status, 200);
+    http_request_to(&plain, "GET", "/routes", NULL, NULL, &r, NULL);
+    CHECK_INT(r.status, 401);
+    http_request_to(&main_tls, "GET", "/test", NULL, NULL, &r, NULL);
+    CHECK_INT(r.status, 503);
+    struct target tls = {cp, 1, CURL_HTTP_VERSION_1_1, 3000};
+    http_request_to(&tls, "GET", "/routes", NULL, auth, &r, NULL);
+    CHECK(r.status != 200);
+    stop_expect_clean(&s);
+    /* https:// spelled out is the default with a certificate. */
+    const char *https[] = {"--tls-cert",          cert,      "--tls-key", key, "--control",
+                           "https://127.0.0.1:0", "--model", env->model,  NULL};
+    if (server_start(&s, env->bin, https, NULL) == 0) {
+        CHECK(strstr(s.startup, " control=https://127.0.0.1:") != NULL);
+        stop_expect_clean(&s);
+    } else {
+        CHECK_FAIL_("%s", "server did not start with --control https://");
+    }
+    struct bad_case no_cert = {
+        {"--control", "https://127.0.0.1:0"}, {NULL}, "control: https:// needs --tls-cert"};
+    expect_refused(env, &no_cert, 2);
+    struct bad_case ftp = {
+        {"--control", "ftp://127.0.0.1:9090"}, {NULL}, "is not [http[s]://][ADDR:]PORT"};
+    expect_refused(env, &ftp, 2);
+}
+
+/* The core refuses a head over TLS as on cleartext, with the same JSON: 101 fields get 431 and
+ * its body, not libh2o's text 400 (slowsrv-h2o's HTTP/1 framing watch runs on TLS too); the
+ * server serves the next request. The framing cases (chunk-size lines, trailers) over TLS:
+ * conformance.h1.*.tls. */
+static void tls_refusals_are_the_cores(const struct itest_env *env)
+{
+    char cert[300], key[300];
+    struct server s;
+    static struct reply r, plain_r;
+    CHECK_INT(make_cert(env, cert, key, sizeof cert), 0);
+    const char *args[] = {"--tls-cert", cert, "--tls-key", key, "--delay", "0", NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    static char names[101][24];
+    const char *headers[102];
+    for (int i = 0; i < 101; i++) {
+        snprintf(names[i], sizeof names[i], "X-F%d: v", i);
+        headers[i] = names[i];
+    }
+    headers[101] = NULL;
+    struct target tls = {s.port, 1, CURL_HTTP_VERSION_1_1, 3000};
+    http_request_to(&tls, "GET", "/echo", NULL, headers, &r, NULL);
+    CHECK_INT(r.status, 431);
+    CHECK_STR(r.body, "{\"error\": \"more than 100 header fields\", \"status\": 431}");
+    char v[64];
+    CHECK_STR(reply_header(&r, "Content-Type", v, sizeof v), "application/json");
+    http_request_to(&tls, "GET", "/echo", NULL, NULL, &r, NULL);
+    CHECK_INT(r.status, 200);
+    stop_expect_clean(&s);
+    /* The same on cleartext. */
+    START(env, &s, "--delay", "0");
+    http_request(s.port, "GET", "/echo", NULL, headers, &plain_r);
+    CHECK_INT(plain_r.status, 431);
+    CHECK_STR(plain_r.body, "{\"error\": \"more than 100 header fields\", \"status\": 431}");
+    stop_expect_clean(&s);
+}
+
 static const struct itest_case cases[] = {
+    {"tls_refusals_are_the_cores", tls_refusals_are_the_cores, ITEST_PLAIN, 0},
     {"control_speaks_tls", control_speaks_tls, ITEST_PLAIN, 0},
+    {"control_plain_beside_tls", control_plain_beside_tls, ITEST_PER_MODEL, 0},
     {"tls_serves_https", tls_serves_https, ITEST_PLAIN, 0},
     {"tls_handshake_within_header_timeout", tls_handshake_within_header_timeout, ITEST_PLAIN, 0},
     {"tls_refuses_versions_before_1_2", tls_refuses_versions_before_1_2, ITEST_PLAIN, 0},

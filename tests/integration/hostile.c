@@ -552,7 +552,54 @@ static void hostile_long_chunk_lines(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
+/* A request the core refuses, pipelined behind a request that waits (300 ms) and one that does
+ * not, gets the core's JSON answer after theirs, in order, and the close; it is counted once. On
+ * slowsrv-h2o the refusal waits until libh2o has answered those before it. */
+static void hostile_refusal_behind_waiting_requests(const struct itest_env *env)
+{
+    struct server s;
+    const char *args[] = {"--delay", "0", "--model", env->model, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    static char req[4096];
+    int n = snprintf(req, sizeof req,
+                     "GET /test?delay=300ms HTTP/1.1\r\nHost: x\r\n\r\n"
+                     "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n"
+                     "GET /echo HTTP/1.1\r\nHost: x\r\n");
+    for (int i = 0; i < 101; i++)
+        n += snprintf(req + n, sizeof req - (size_t)n, "X-A: 1\r\n");
+    n += snprintf(req + n, sizeof req - (size_t)n, "\r\nGET /echo HTTP/1.1\r\nHost: x\r\n\r\n");
+    int fd = raw_connect(s.port);
+    CHECK(fd >= 0 && send_all(fd, req, (size_t)n) == 0);
+    double t0 = now_seconds();
+    static char out[8192];
+    int closed = 0;
+    read_until_close(fd, out, sizeof out, 3000, &closed);
+    double took = now_seconds() - t0;
+    close(fd);
+    CHECK_INT(closed, 1);
+    CHECK(took >= 0.3 && took < 2.0);
+    const char *a1 = strstr(out, "HTTP/1.1 200 ");
+    const char *a2 = a1 ? strstr(a1 + 1, "HTTP/1.1 200 ") : NULL;
+    const char *a3 = a2 ? strstr(a2 + 1, "HTTP/1.1 431 ") : NULL;
+    if (!a1 || a1 != out || !a2 || !a3)
+        CHECK_FAIL_("want 200, 200, 431 in order, got '%.600s'", out);
+    else
+        check_passed++;
+    CHECK(a3 && strstr(a3, "{\"error\": \"more than 100 header fields\", \"status\": 431}"));
+    CHECK(a3 && strstr(a3 + 1, "HTTP/1.1 ") == NULL);
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "in_flight"), 0);
+    CHECK_INT(json_number(j, "routes./echo.status.431"), 1);
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
 static const struct itest_case cases[] = {
+    {"hostile_refusal_behind_waiting_requests", hostile_refusal_behind_waiting_requests,
+     ITEST_PER_MODEL, 0},
     {"hostile_long_chunk_lines", hostile_long_chunk_lines, ITEST_PER_MODEL, 0},
     {"hostile_slowloris_2000", hostile_slowloris_2000, ITEST_PLAIN, 0},
     {"hostile_header_timeout_cuts_slowloris", hostile_header_timeout_cuts_slowloris, ITEST_PLAIN,

@@ -485,6 +485,54 @@ static void config_long_values_and_unwritable_logs_are_refused(void)
     config_cleanup(&cfg);
 }
 
+/* --control takes an optional http:// or https:// in front (and a '/' after), the form the
+ * startup line prints; the scheme decides whether the listener speaks TLS. */
+static void config_control_scheme_picks_tls(void)
+{
+    static const struct {
+        const char *val;
+        const char *host;
+        unsigned port;
+        enum config_scheme scheme;
+        int tls_with_cert;
+    } cases[] = {
+        {"9090", "127.0.0.1", 9090, CONFIG_SCHEME_AS_MAIN, 1},
+        {"http://0.0.0.0:9090", "0.0.0.0", 9090, CONFIG_SCHEME_HTTP, 0},
+        {"HTTP://[::1]:9090/", "::1", 9090, CONFIG_SCHEME_HTTP, 0},
+        {"http://9091", "127.0.0.1", 9091, CONFIG_SCHEME_HTTP, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct config cfg;
+        char err[CORE_ERR_LEN] = "";
+        const char *args[] = {"--control", cases[i].val, NULL};
+        CHECK_INT(load(&cfg, args, NULL, err), 0);
+        CHECK_STR(err, "");
+        CHECK_STR(cfg.control_host, cases[i].host);
+        CHECK_INT(cfg.control_port, cases[i].port);
+        CHECK_INT(cfg.control_scheme, cases[i].scheme);
+        CHECK_INT(config_control_tls(&cfg), 0);
+        snprintf(cfg.tls_cert, sizeof cfg.tls_cert, "cert.pem");
+        CHECK_INT(config_control_tls(&cfg), cases[i].tls_with_cert);
+    }
+    static const char *const bad[] = {"ftp://127.0.0.1:9090", "http://", "http:///9090",
+                                      "https://a/b:1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct config cfg;
+        char err[CORE_ERR_LEN] = "";
+        const char *args[] = {"--control", bad[i], NULL};
+        CHECK_INT(load(&cfg, args, NULL, err), -EINVAL);
+        CHECK(strstr(err, "is not [http[s]://][ADDR:]PORT") != NULL);
+    }
+    /* https:// needs the main port's certificate (the integration case serves it). */
+    struct config cfg;
+    char err[CORE_ERR_LEN] = "";
+    const char *https[] = {"--control", "https://127.0.0.1:9090", NULL};
+    CHECK_INT(load(&cfg, https, NULL, err), -EINVAL);
+    CHECK(strstr(err, "control: https:// needs --tls-cert") != NULL);
+    cfg.control_scheme = CONFIG_SCHEME_HTTPS;
+    CHECK_INT(config_control_tls(&cfg), 1);
+}
+
 /* RFC 3339 instants, as "scenario-start": "at:..." and POST /scenario/start take them. */
 static void config_time_parse_reads_rfc3339(void)
 {
@@ -567,6 +615,7 @@ static void config_restart_keys_name_what_a_start_applies(void)
 
 int main(void)
 {
+    config_control_scheme_picks_tls();
     config_time_parse_reads_rfc3339();
     config_restart_keys_name_what_a_start_applies();
     config_long_values_and_unwritable_logs_are_refused();
