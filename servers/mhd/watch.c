@@ -30,8 +30,9 @@ int shutdown(int fd, int how);
 #define SHUTDOWN_READ 0 /* SHUT_RD */
 
 static _Atomic(struct mhd_conn *) *watched;
+static atomic_uchar *lingering; /* by descriptor: mhd_watch_linger */
 static size_t nwatched;
-static _Atomic(void *) real_recv, real_tls_recv;
+static _Atomic(void *) real_recv, real_tls_recv, real_shutdown;
 
 /* The watched connection on descriptor fd, or NULL. */
 static struct mhd_conn *watched_on(int fd)
@@ -86,8 +87,14 @@ int mhd_watch_init(void)
                    : 65536;
     /* Zeroed pages: a table for a million descriptors costs memory only where it is used. */
     watched = calloc(n, sizeof *watched);
-    if (!watched)
+    lingering = calloc(n, sizeof *lingering);
+    if (!watched || !lingering) {
+        free(watched);
+        free(lingering);
+        watched = NULL;
+        lingering = NULL;
         return -1;
+    }
     nwatched = n;
     return 0;
 }
@@ -100,7 +107,25 @@ void mhd_watch(struct mhd_conn *w, int fd, int on)
         h1frame_init_stream(&w->h1, (size_t)w->shard->loop->srv->cfg->max_header_size);
         w->tls = w->shard->loop->srv->tls_cert != NULL;
     }
+    if (on)
+        atomic_store_explicit(&lingering[fd], 0, memory_order_relaxed);
     atomic_store_explicit(&watched[fd], on ? w : NULL, memory_order_release);
+}
+
+void mhd_watch_linger(int fd, int on)
+{
+    if (lingering && fd >= 0 && (size_t)fd < nwatched)
+        atomic_store_explicit(&lingering[fd], (unsigned char)on, memory_order_release);
+}
+
+/* libmicrohttpd shuts a connection down before closing it; a lingering one is left open. */
+int shutdown(int fd, int how)
+{
+    int (*real)(int, int) = (int (*)(int, int))app_library_fn(&real_shutdown, "shutdown");
+    if (lingering && fd >= 0 && (size_t)fd < nwatched &&
+        atomic_load_explicit(&lingering[fd], memory_order_acquire))
+        return 0;
+    return real(fd, how);
 }
 
 ssize_t recv(int fd, void *buf, size_t len, int flags)
