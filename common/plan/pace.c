@@ -332,12 +332,15 @@ enum pace_step pace_next(const struct pace_spec *p, struct pace_state *s, uint64
     uint64_t burst = pace_burst(p);
     uint64_t t = now_us > s->base_us ? now_us - s->base_us : 0;
     uint64_t allowed = burst + bytes_in(p->rate, t);
-    /* A bucket holds at most `burst`: time the client did not take (a stall, a full window) is
-     * not made up later in one rush. */
-    if (allowed > sent + burst) {
-        uint64_t back = time_for(p->rate, sent);
+    /* A bucket holds `burst`, and makes up for at most PACE_CATCHUP_US of lost time: a step
+     * that left a little late (the loop's timers, the library's write) is made up, so the
+     * average holds; time the client did not take (a stall, a full window) is not made up in
+     * one rush. */
+    uint64_t most = burst + bytes_in(p->rate, PACE_CATCHUP_US);
+    if (allowed > sent + most) {
+        uint64_t back = time_for(p->rate, sent + most - burst);
         s->base_us = now_us > back ? now_us - back : 0;
-        allowed = sent + burst;
+        allowed = sent + most;
     }
     if (allowed > sent) {
         uint64_t upto = allowed < limit ? allowed : limit;

@@ -13,7 +13,8 @@
  *   rate=RATE[,burst=BYTES]   the body leaves through a token bucket of RATE bytes per second
  *                             that holds BURST bytes (default: PACE_TICK_US of the rate, at
  *                             least 1 byte) and is full at the start: BURST bytes go with the
- *                             head, then RATE a second, in steps of PACE_TICK_US at most
+ *                             head, then RATE a second, in steps of PACE_TICK_US at most; a
+ *                             body that fell behind makes up for PACE_CATCHUP_US at most
  *   read-rate=RATE            the request body is read no faster than RATE bytes per second
  *   reset-after=BYTES         BYTES of the body, then a TCP reset (HTTP/2: the stream's reset)
  *   stall=BYTES,DURATION      after BYTES of the body, nothing for DURATION, then the rest
@@ -28,6 +29,10 @@
 
 /* A paced body's steps are at least this far apart: a rate costs at most 100 timers a second. */
 #define PACE_TICK_US 10000
+
+/* A paced body that fell behind its rate (a late step, a client that did not read) makes up
+ * for at most this much of it at once. */
+#define PACE_CATCHUP_US 1000000
 
 /* The fastest rate and the largest byte count the keys take. */
 #define PACE_RATE_MAX (10ULL * 1000 * 1000 * 1000)
