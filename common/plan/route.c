@@ -822,9 +822,20 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
             return;
         }
     }
-    if (apply_shape(out, fault, t->max_delay_us) == 0 && out->pace.read_rate && rq->whole_bodies) {
+    if (apply_shape(out, fault, t->max_delay_us) != 0)
+        return;
+    if (out->pace.read_rate && rq->whole_bodies) {
         char msg[200];
         snprintf(msg, sizeof msg, "read-rate: %s", rq->whole_bodies);
         route_plan_error(out, 400, msg);
+        return;
+    }
+    /* A HEAD answer has no body to pace or break: GET's head (its status, its Connection:
+     * close), at once, on both binaries (libmicrohttpd never asks for its body). */
+    if (strcmp(rq->method, "HEAD") == 0) {
+        out->pace.rate = 0;
+        out->pace.reset = 0;
+        out->pace.stall = 0;
+        out->pace.slow_close_us = 0;
     }
 }

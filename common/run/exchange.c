@@ -779,14 +779,20 @@ int exchange_has_answered(const struct exchange *x)
 #define FLUSH_WAIT_US (1000 * 1000)
 #define FLUSH_LOOK_US 1000
 
-/* At the reset: RESET once the bytes before it have left an HTTP/1 connection (a reset drops
- * what the socket still holds), else WAIT a little; HTTP/2 resets its stream in order, after
- * its DATA. */
+/* At the reset: RESET once the bytes before it have left the socket (a TCP reset drops what
+ * the socket still holds; an HTTP/2 library may drop DATA it has not written yet when the
+ * stream is reset), else WAIT a little. Over HTTP/2 the library gets one turn first, to write
+ * what it holds of the stream. */
 static enum exchange_body reset_step(struct exchange *x, uint64_t now_us, uint64_t *due_us)
 {
-    if (!x->flush_until_us)
+    if (!x->flush_until_us) {
         x->flush_until_us = now_us + FLUSH_WAIT_US;
-    if (!x->h2 && x->conn && now_us < x->flush_until_us && net_unsent(x->conn->fd) > 0) {
+        if (x->h2) {
+            *due_us = now_us + FLUSH_LOOK_US;
+            return EXCHANGE_BODY_WAIT;
+        }
+    }
+    if (x->conn && now_us < x->flush_until_us && net_unsent(x->conn->fd) > 0) {
         *due_us = now_us + FLUSH_LOOK_US;
         return EXCHANGE_BODY_WAIT;
     }
