@@ -213,6 +213,13 @@ static void mid_body_faults_as_libcurl_sees_them(const struct itest_env *env)
     CHECK(got > 1000);
     close(fd);
 
+    /* HEAD has no body to break: GET's head at once, no fault. */
+    http_request(s.port, "HEAD", "/echo?size=1000&reset-after=10&stall=5,1s", NULL, NULL, &r);
+    CHECK_INT(r.curl_code, 0);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(reply_header(&r, "Content-Length", h, sizeof h), "1000");
+    CHECK(r.seconds < LONE_SLACK);
+
     cJSON *j = settled_stats(h1(&s));
     CHECK_INT(json_number(j, "faults"), 6);
     CHECK_INT(json_number(j, "cancels"), 0);
