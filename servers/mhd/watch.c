@@ -32,7 +32,7 @@ int shutdown(int fd, int how);
 static _Atomic(struct mhd_conn *) *watched;
 static atomic_uchar *lingering; /* by descriptor: mhd_watch_linger */
 static size_t nwatched;
-static _Atomic(void *) real_recv, real_tls_recv, real_shutdown;
+static _Atomic(void *) real_recv, real_tls_recv, real_shutdown, real_tls_bye;
 
 /* The watched connection on descriptor fd, or NULL. */
 static struct mhd_conn *watched_on(int fd)
@@ -118,14 +118,30 @@ void mhd_watch_linger(int fd, int on)
         atomic_store_explicit(&lingering[fd], (unsigned char)on, memory_order_release);
 }
 
+/* 1 if the connection on fd lingers (mhd_watch_linger). */
+static int lingers(int fd)
+{
+    return lingering && fd >= 0 && (size_t)fd < nwatched &&
+           atomic_load_explicit(&lingering[fd], memory_order_acquire);
+}
+
+/* Over TLS libmicrohttpd ends the session (close_notify) before it closes: a lingering one
+ * stays silent, as its socket does. */
+int gnutls_bye(gnutls_session_t session, gnutls_close_request_t how)
+{
+    int (*real)(gnutls_session_t, gnutls_close_request_t) =
+        (int (*)(gnutls_session_t, gnutls_close_request_t))app_library_fn(&real_tls_bye,
+                                                                          "gnutls_bye");
+    int fd = -1, send_fd;
+    gnutls_transport_get_int2(session, &fd, &send_fd);
+    return lingers(fd) ? GNUTLS_E_SUCCESS : real(session, how);
+}
+
 /* libmicrohttpd shuts a connection down before closing it; a lingering one is left open. */
 int shutdown(int fd, int how)
 {
     int (*real)(int, int) = (int (*)(int, int))app_library_fn(&real_shutdown, "shutdown");
-    if (lingering && fd >= 0 && (size_t)fd < nwatched &&
-        atomic_load_explicit(&lingering[fd], memory_order_acquire))
-        return 0;
-    return real(fd, how);
+    return lingers(fd) ? 0 : real(fd, how);
 }
 
 ssize_t recv(int fd, void *buf, size_t len, int flags)
