@@ -410,6 +410,9 @@ enum exchange_do exchange_refuse(struct exchange *x, unsigned status, const char
 
 enum exchange_do exchange_on_body(struct exchange *x, const void *buf, size_t len)
 {
+    /* Cut while its reading was paused (the stop gave up on it): nothing more is read. */
+    if (x->state == EXCHANGE_DECIDED && x->next == EXCHANGE_DO_CLOSE)
+        return EXCHANGE_DO_CLOSE;
     stats_bytes_in(x->shard, len);
     x->read_got += len;
     if (x->record)
@@ -590,9 +593,10 @@ enum exchange_do exchange_on_timer(struct exchange *x, int peer_gone, int give_u
         return EXCHANGE_DO_SEND;
     }
     if (x->state == EXCHANGE_READ_PAUSED) {
-        /* Its body may be read on; a stop reads on too, and answers at the body's end. */
+        /* Its body may be read on; when the server gives up on it, it is cut (its reading
+         * would outlast the stop). */
         x->state = EXCHANGE_NEW;
-        return EXCHANGE_DO_READ;
+        return give_up ? decide(x, EXCHANGE_DO_CLOSE) : EXCHANGE_DO_READ;
     }
     stats_wait_end(x->shard, x->plan.stats_id);
     if (peer_gone)

@@ -213,8 +213,9 @@ uint64_t exchange_read_allowed(struct exchange *x, uint64_t now_us, uint64_t ava
                                uint64_t *due_us);
 
 /* After exchange_read_allowed gave 0, with the connection's reading paused: queues x's timer in
- * heap h for due_us. Returns WAIT (its popped timer then says READ: read on), or CLOSE if the
- * heap is full. */
+ * heap h for due_us. Returns WAIT (its popped timer then says READ: read on; CLOSE when the
+ * server gives up on it, and exchange_on_body says CLOSE from then on), or CLOSE if the heap is
+ * full. */
 enum exchange_do exchange_read_pace(struct exchange *x, struct timer_heap *h, uint64_t due_us);
 
 /* After a WAIT step of a paced body: queues x's timer in heap h for the next chunk, due at
