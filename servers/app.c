@@ -5,16 +5,19 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/signalfd.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "control/reload.h"
 #include "control/scenario.h"
 #include "report/report.h"
 
@@ -220,16 +223,39 @@ int app_main(int argc, char **argv, const struct app_engine *engine)
     sd_notifyf(0, "READY=1\nSTATUS=listening on %s", url);
     control_start(&ctl); /* the scenario's clock starts with the service */
 
-    /* SIGHUP reopens the access log (logrotate); SIGTERM and SIGINT drain and stop. */
-    for (;;) {
-        if (sigwait(&sigs, &sig) != 0)
-            continue;
+    /* SIGHUP reopens the access log (logrotate) and reloads the config file, as a change of
+     * the file does; SIGTERM and SIGINT drain and stop. */
+    struct reload rl;
+    int reloading = reload_init(&rl, &ctl, &cfg, &engine->caps, argc, argv, environ) == 0;
+    int sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+    int quiet_ms = -1; /* the watched directory changed: reload once it is quiet this long */
+    for (sig = 0; !sig;) {
+        struct pollfd pf[2] = {{sfd, POLLIN, 0}, {reloading ? rl.fd : -1, POLLIN, 0}};
+        int n = sfd >= 0 ? poll(pf, 2, quiet_ms) : 0;
+        if (sfd < 0 && sigwait(&sigs, &sig) != 0)
+            sig = 0;
+        if (n == 0 && quiet_ms >= 0) {
+            quiet_ms = -1;
+            reload_apply(&rl, 0);
+        }
+        if (n > 0 && (pf[1].revents & POLLIN) && reload_events(&rl))
+            quiet_ms = RELOAD_QUIET_MS;
+        struct signalfd_siginfo si;
+        if (n > 0 && (pf[0].revents & POLLIN) && read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+            sig = (int)si.ssi_signo;
         if (sig != SIGHUP)
-            break;
+            continue;
+        sig = 0;
         if (al && accesslog_reopen(al) != 0)
             LOG(&lg, LOG_LEVEL_WARN, "access-log: cannot reopen %s: %s", cfg.access_log,
                 strerror(errno));
+        if (reloading)
+            reload_apply(&rl, 1);
     }
+    if (sfd >= 0)
+        close(sfd);
+    if (reloading)
+        reload_cleanup(&rl);
     sd_notify(0, "STOPPING=1");
     LOG(&lg, LOG_LEVEL_INFO, "%s: draining for up to %llu ms", strsignal(sig),
         (unsigned long long)(cfg.grace_us / 1000));

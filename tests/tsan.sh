@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ThreadSanitizer over what threads share by design: the live route table handed between the
-# control API, the scenario thread and the loops (issue 17), the counters, the worker pools.
+# control API, the scenario thread, a config reload and the loops, the counters, the worker
+# pools.
 # Builds both binaries with -fsanitize=thread in build-tsan/ and runs the control cases, the
 # worker-pool cases and the unit tests of the modules involved; any data race fails them
 # (halt_on_error). libmicrohttpd and libh2o are not instrumented: their own memory is not
@@ -15,4 +16,4 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 # One test at a time, and no case that times waves to the tens of milliseconds: instrumented
 # code runs several times slower.
 cd "$dir" && ctest --output-on-failure -j1 \
-    -R '^unit\.(control|scenario|service|stats|pool)$|control_api|control_token|changes_under_load|scenario_changes|drips_and_queued|reset_starts|waiting_and_queued_per_route'
+    -R '^unit\.(control|scenario|service|stats|pool)$|control_api|control_token|changes_under_load|scenario_changes|drips_and_queued|reset_starts|waiting_and_queued_per_route|reload_by_sighup|reload_follows'

@@ -110,6 +110,11 @@ size_t accesslog_format(char *buf, size_t len, const struct accesslog_entry *e)
     emit_string(&o, e->method);
     emit(&o, ", \"path\": ");
     emit_string(&o, e->target);
+    emit(&o, ", \"route\": ");
+    if (e->route)
+        emit_string(&o, e->route);
+    else
+        emit(&o, "null");
     emit(&o,
          ", \"status\": %u, \"bytes_in\": %llu, \"bytes_out\": %llu, \"delay_ms\": %.3f, "
          "\"waited_ms\": %.3f, \"service_ms\": %.3f}\n",

@@ -28,6 +28,8 @@ struct accesslog_entry {
     const char *client; /* "127.0.0.1:50012" */
     const char *method;
     const char *target;  /* path and query as received (possibly cut short) */
+    const char *route;   /* the route that answered, as configured (a template as written:
+                            "/api/orders/{id}"), or NULL for none (a 404, a refused head) */
     unsigned status;     /* 0: no answer (the client left) */
     uint64_t bytes_in;   /* request body bytes */
     uint64_t bytes_out;  /* answer body bytes */

@@ -8,9 +8,9 @@
 /* FNV-1a over the bytes, then a 64-bit finaliser (splitmix64's): FNV alone leaves the low bits,
  * which pick the slot, too alike for keys that differ only in their last characters
  * ("/r/00017", "/r/00018"). */
-static uint64_t hash_of(const char *key, size_t len)
+static uint64_t hash_of(uint32_t scope, const char *key, size_t len)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t h = 0xcbf29ce484222325ULL ^ ((uint64_t)scope << 16);
     for (size_t i = 0; i < len; i++) {
         h ^= (unsigned char)key[i];
         h *= 0x100000001b3ULL;
@@ -40,6 +40,37 @@ int strmap_init(struct strmap *m, size_t max_keys)
     return 0;
 }
 
+/* The slot holding (scope, key), or the empty slot where a probe for it ends. */
+static size_t probe(const struct strmap *m, uint32_t scope, const char *key, size_t len, uint32_t h)
+{
+    size_t i = h & m->mask;
+    for (;;) {
+        const struct strmap_slot *s = &m->slots[i];
+        if (!s->key ||
+            (s->hash == h && s->len == len && s->scope == scope && memcmp(s->key, key, len) == 0))
+            return i;
+        i = (i + 1) & m->mask;
+    }
+}
+
+int strmap_resize(struct strmap *m, size_t max_keys)
+{
+    struct strmap bigger;
+    if (max_keys < m->count)
+        max_keys = m->count;
+    if (strmap_init(&bigger, max_keys) != 0)
+        return -ENOMEM;
+    for (size_t i = 0; m->slots && i <= m->mask; i++) {
+        const struct strmap_slot *s = &m->slots[i];
+        if (s->key)
+            bigger.slots[probe(&bigger, s->scope, s->key, s->len, s->hash)] = *s;
+    }
+    bigger.count = m->count;
+    free(m->slots);
+    *m = bigger;
+    return 0;
+}
+
 void strmap_cleanup(struct strmap *m)
 {
     free(m->slots);
@@ -48,46 +79,45 @@ void strmap_cleanup(struct strmap *m)
     m->count = m->max = 0;
 }
 
-/* The slot holding key, or the empty slot where a probe for it ends. */
-static size_t probe(const struct strmap *m, const char *key, size_t len, uint32_t h)
+long strmap_get_in(const struct strmap *m, uint32_t scope, const char *key, size_t len)
 {
-    size_t i = h & m->mask;
-    for (;;) {
-        const struct strmap_slot *s = &m->slots[i];
-        if (!s->key || (s->hash == h && s->len == len && memcmp(s->key, key, len) == 0))
-            return i;
-        i = (i + 1) & m->mask;
-    }
+    if (!m->slots || len > UINT32_MAX)
+        return -1;
+    const struct strmap_slot *s =
+        &m->slots[probe(m, scope, key, len, (uint32_t)hash_of(scope, key, len))];
+    return s->key ? (long)s->value : -1;
 }
 
 long strmap_get(const struct strmap *m, const char *key, size_t len)
 {
-    if (!m->slots || len > UINT32_MAX)
-        return -1;
-    const struct strmap_slot *s = &m->slots[probe(m, key, len, (uint32_t)hash_of(key, len))];
-    return s->key ? (long)s->value : -1;
+    return strmap_get_in(m, 0, key, len);
 }
 
-int strmap_put(struct strmap *m, const char *key, size_t len, size_t value)
+int strmap_put_in(struct strmap *m, uint32_t scope, const char *key, size_t len, size_t value)
 {
     if (len > UINT32_MAX || value > LONG_MAX)
         return -EINVAL;
-    uint32_t h = (uint32_t)hash_of(key, len);
-    struct strmap_slot *s = &m->slots[probe(m, key, len, h)];
+    uint32_t h = (uint32_t)hash_of(scope, key, len);
+    struct strmap_slot *s = &m->slots[probe(m, scope, key, len, h)];
     if (s->key)
         return -EEXIST;
     if (m->count == m->max)
         return -ENOSPC;
-    *s = (struct strmap_slot){key, (uint32_t)len, h, value};
+    *s = (struct strmap_slot){key, (uint32_t)len, h, scope, value};
     m->count++;
     return 0;
+}
+
+int strmap_put(struct strmap *m, const char *key, size_t len, size_t value)
+{
+    return strmap_put_in(m, 0, key, len, value);
 }
 
 int strmap_del(struct strmap *m, const char *key, size_t len)
 {
     if (!m->slots || len > UINT32_MAX)
         return -ENOENT;
-    size_t hole = probe(m, key, len, (uint32_t)hash_of(key, len));
+    size_t hole = probe(m, 0, key, len, (uint32_t)hash_of(0, key, len));
     if (!m->slots[hole].key)
         return -ENOENT;
     /* Backward shift: move up each later key of the run whose home is not between the hole and

@@ -7,6 +7,10 @@
  * The number of keys is fixed when the map is made: strmap_put past it returns -ENOSPC and the
  * map never grows.
  *
+ * A key may carry a scope, a number that is part of the key: ("a", scope 1) and ("a", scope 2)
+ * are two keys (the path trie's edges: the segment under its parent node). The calls without
+ * _in use scope 0.
+ *
  * Keys are borrowed: the caller keeps a key's bytes alive and unchanged while it is in the map.
  * Writes need one writer and no reader at the same time; strmap_get calls on a map nobody writes
  * may run on any number of threads.
@@ -21,6 +25,7 @@ struct strmap_slot {
     const char *key; /* NULL: empty */
     uint32_t len;
     uint32_t hash; /* the key's hash, compared before the bytes */
+    uint32_t scope;
     size_t value;
 };
 
@@ -47,5 +52,13 @@ int strmap_put(struct strmap *m, const char *key, size_t len, size_t value);
 
 /* Removes key (len bytes). Returns 0, or -ENOENT if the map does not hold it. */
 int strmap_del(struct strmap *m, const char *key, size_t len);
+
+/* strmap_get and strmap_put of the key (scope, key). */
+long strmap_get_in(const struct strmap *m, uint32_t scope, const char *key, size_t len);
+int strmap_put_in(struct strmap *m, uint32_t scope, const char *key, size_t len, size_t value);
+
+/* Makes room for max_keys keys (at least the count it holds), moving every key to new slots.
+ * Returns 0, or -ENOMEM with the map unchanged. */
+int strmap_resize(struct strmap *m, size_t max_keys);
 
 #endif

@@ -84,11 +84,16 @@ static int authorized(const struct control *c, const struct control_request *rq)
 }
 
 /* Percent-decodes PATH of a target "/routes/PATH" (p, n bytes) into out (len bytes) as the route
- * path "/PATH". Returns 0, or -1 for a bad escape, a NUL or a path too long. */
+ * path "/PATH"; a PATH that starts with a slash, escaped or not, is the whole path, encoded as one
+ * component ("%2Fapi%2Forders%2F%7Bid%7D": libmicrohttpd hands it over decoded once). Returns 0,
+ * or -1 for a bad escape, a NUL or a path too long. */
 static int route_path_of(const char *p, size_t n, char *out, size_t len)
 {
     size_t o = 0;
-    out[o++] = '/';
+    int whole = (n >= 1 && p[0] == '/') ||
+                (n >= 3 && p[0] == '%' && p[1] == '2' && (p[2] == 'F' || p[2] == 'f'));
+    if (!whole)
+        out[o++] = '/';
     for (size_t i = 0; i < n; i++) {
         char ch = p[i];
         if (ch == '%') {
@@ -365,6 +370,21 @@ static void put_routes(struct control *c, const cJSON *body, const char *who,
         }
     }
     strmap_cleanup(&seen);
+    size_t first, second;
+    int clash = config_routes_clash(l.r, l.n, &first, &second);
+    if (clash != 0) {
+        if (clash > 0) {
+            snprintf(msg, sizeof msg,
+                     "routes[%zu].path: '%s' and routes[%zu] '%s' match the same paths and "
+                     "neither is more precise; keep one",
+                     second, l.r[second].path, first, l.r[first].path);
+            control_error(a, 409, msg);
+        } else {
+            control_error(a, 500, "out of memory");
+        }
+        control_list_free(&l);
+        return;
+    }
     service_change_lock(c->svc);
     long long gen = control_publish(c, &l, who, "PUT /routes", NULL, service_live(c->svc));
     service_change_unlock(c->svc);
@@ -399,9 +419,18 @@ static void add_route(struct control *c, const cJSON *body, const char *who,
     struct route_table *t = service_live(c->svc);
     long long gen = -1;
     int rc = control_list_of(&l, t);
+    size_t first = 0, second = 0;
+    char msg[CORE_ERR_LEN + 64];
     if (rc == 0 && route_find(t, r.path) >= 0) {
         rc = -EEXIST;
-    } else if (rc == 0 && (rc = control_list_add(&l, &r)) == 0) {
+    } else if (rc == 0 && (rc = control_list_add(&l, &r)) == 0 &&
+               (rc = config_routes_clash(l.r, l.n, &first, &second)) > 0) {
+        snprintf(msg, sizeof msg,
+                 "path: '%s' and the route '%s' match the same paths and neither is more "
+                 "precise; PATCH or DELETE that one",
+                 l.r[second].path, l.r[first].path);
+        rc = -EBUSY;
+    } else if (rc == 0) {
         char line[300];
         snprintf(line, sizeof line, "POST /routes %s", l.r[l.n - 1].path);
         gen = control_publish(c, &l, who, line, l.r[l.n - 1].path, t);
@@ -413,6 +442,8 @@ static void add_route(struct control *c, const cJSON *body, const char *who,
     config_route_free(&r);
     if (rc == -EEXIST)
         control_error(a, 409, "path: this route exists; PATCH /routes/PATH changes it");
+    else if (rc == -EBUSY)
+        control_error(a, 409, msg);
     else if (rc == -ENOSPC)
         table_full(a);
     else if (rc != 0)
@@ -476,6 +507,32 @@ static void reset(struct control *c, const char *who, struct control_answer *a)
         cJSON_AddNumberToObject(o, "reset_at", at);
     }
     answer_json(a, 200, o);
+}
+
+/* POST /scenario/start: now, or at the wall-clock instant of {"at": "<RFC 3339>"}. Returns 0
+ * once started, or -EINVAL with the error answered. */
+static int start_at(struct control *c, const cJSON *body, const char *who, struct control_answer *a)
+{
+    double at = 0;
+    for (const cJSON *it = cJSON_IsObject(body) ? body->child : NULL; it; it = it->next) {
+        if (strcmp(it->string, "at") != 0) {
+            field_error(a, "body: unknown key (at)");
+            return -EINVAL;
+        }
+        if (!cJSON_IsString(it) || config_time_parse(it->valuestring, &at) != 0) {
+            field_error(a, "at: must be an RFC 3339 instant such as \"2026-12-04T10:00:00Z\"");
+            return -EINVAL;
+        }
+    }
+    if (body && !cJSON_IsObject(body)) {
+        field_error(a, "body: must be {\"at\": \"<RFC 3339 instant>\"} or empty");
+        return -EINVAL;
+    }
+    if (at > 0)
+        scenario_start_at(c->scenario, at, who);
+    else
+        scenario_start(c->scenario, who);
+    return 0;
 }
 
 static void scenario_answer(struct control *c, struct control_answer *a)
@@ -549,7 +606,7 @@ static void handle(struct control *c, const struct control_request *rq, struct c
     if (gate(c, rq, out))
         return;
     if (rq->body_len > CONTROL_BODY_MAX || (rq->body_len && !rq->body)) {
-        control_error(out, 413, "body over 1 MiB: a change is a small JSON object");
+        control_error(out, 413, "body over 16 MiB: send fewer routes at a time");
         return;
     }
     /* JSON is UTF-8 text (RFC 8259); a NUL, sent or escaped, would cut a string short. */
@@ -619,13 +676,12 @@ static void handle(struct control *c, const struct control_request *rq, struct c
         int start = path[10] == 's' && path[11] == 't' && path[12] == 'a';
         if (strcmp(m, "POST") != 0) {
             not_allowed(out, "POST");
-        } else if (!c->scenario) {
+        } else if (!scenario_phases(c->scenario)) {
             control_error(out, 409, "no scenario: give one in the config file's \"scenario\"");
-        } else {
-            if (start)
-                scenario_start(c->scenario, who);
-            else
-                scenario_stop(c->scenario, who);
+        } else if (start && start_at(c, body, who, out) == 0) {
+            scenario_answer(c, out);
+        } else if (!start) {
+            scenario_stop(c->scenario, who);
             scenario_answer(c, out);
         }
     } else {
@@ -684,19 +740,32 @@ int control_init(struct control *c, struct service *svc, const struct config *cf
     c->cfg = cfg;
     c->log = lg;
     c->scenario = NULL;
-    if (!cfg->scenario)
+    c->base = NULL;
+    c->scenario_manual = cfg->scenario_manual;
+    c->scenario_at = cfg->scenario_at;
+    c->scenario_json = cfg->scenario ? strdup(cfg->scenario) : NULL;
+    if (cfg->scenario && !c->scenario_json) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    /* A config file may bring a scenario when it is reloaded. */
+    if (!cfg->scenario && !cfg->config_file[0])
         return 0;
-    return scenario_new(&c->scenario, c, err, errlen);
-}
-
-void control_start(struct control *c)
-{
-    if (c->scenario && !c->cfg->scenario_manual)
-        scenario_start(c->scenario, "start");
+    int rc = scenario_new(&c->scenario, c, err, errlen);
+    if (rc != 0)
+        control_cleanup(c);
+    return rc;
 }
 
 void control_cleanup(struct control *c)
 {
     scenario_free(c->scenario);
     c->scenario = NULL;
+    if (c->base) {
+        route_table_cleanup(c->base);
+        free(c->base);
+        c->base = NULL;
+    }
+    free(c->scenario_json);
+    c->scenario_json = NULL;
 }

@@ -13,7 +13,8 @@
  *   DELETE /routes/PATH       remove a route added at runtime
  *   POST   /reset             start a new run in /stats (stats_reset)
  *   GET    /scenario          the scenario's phases and where it stands
- *   POST   /scenario/start    start (or restart) it from its first phase
+ *   POST   /scenario/start    start (or restart) it from its first phase, now or at
+ *                             {"at": "<RFC 3339 instant>"}
  *   POST   /scenario/stop     stop it where it stands
  *
  * CORS: the /ui page (on the main port) may call the API from a browser; a request whose Origin
@@ -33,7 +34,8 @@
 int control_init(struct control *c, struct service *svc, const struct config *cfg,
                  const struct log *lg, char *err, size_t errlen);
 
-/* The server serves: the scenario starts now unless it waits for POST /scenario/start. */
+/* The server serves: the scenario starts now, or at its "scenario-start" instant, unless it waits
+ * for POST /scenario/start. */
 void control_start(struct control *c);
 
 /* Stops the scenario and frees what control_init made. */

@@ -8,6 +8,8 @@
 #include <strings.h>
 
 #include "base/timer.h"
+#include "control/api.h"
+#include "control/scenario.h"
 
 void control_list_free(struct control_list *l)
 {
@@ -202,5 +204,91 @@ long long control_publish(struct control *c, const struct control_list *l, const
     route_line(service_live(c->svc), path, now, sizeof now);
     LOG(c->log, LOG_LEVEL_INFO, "control: %s: %s: generation %llu -> %lld: before %s after %s", who,
         what, (unsigned long long)from, gen, was, now);
+    return gen;
+}
+
+/* Starts the scenario as the loaded config says: at an instant, now, or not (POST
+ * /scenario/start). */
+static void start_scenario(struct control *c, const char *who)
+{
+    if (!scenario_phases(c->scenario))
+        return;
+    if (c->scenario_at > 0)
+        scenario_start_at(c->scenario, c->scenario_at, who);
+    else if (!c->scenario_manual)
+        scenario_start(c->scenario, who);
+}
+
+void control_start(struct control *c)
+{
+    start_scenario(c, "start");
+}
+
+long long control_reload(struct control *c, const struct config *next, uint64_t *from, char *why,
+                         size_t whylen)
+{
+    struct control_list l = {0};
+    struct route_table *base = malloc(sizeof *base);
+    char *json = next->scenario ? strdup(next->scenario) : NULL;
+    int rc = base && (json || !next->scenario) ? 0 : -ENOMEM;
+    int base_made = 0;
+    for (size_t i = 0; rc == 0 && i < next->nroutes; i++) {
+        struct config_route r;
+        rc = config_route_copy(&r, &next->routes[i]);
+        if (rc == 0 && (rc = control_list_add(&l, &r)) != 0)
+            config_route_free(&r);
+    }
+    if (rc == 0 &&
+        (rc = route_table_init_routes(base, next, next->routes, next->nroutes, 0)) == 0) {
+        base_made = 1;
+        base->cfg = &c->svc->next_cfg; /* next goes once this returns; the table owns its routes */
+    }
+    int scenario_changed =
+        c->scenario &&
+        (c->scenario_manual != next->scenario_manual || c->scenario_at != next->scenario_at ||
+         (json ? !c->scenario_json || strcmp(json, c->scenario_json) != 0
+               : c->scenario_json != NULL));
+    /* The new phases are in place before the routes they restore to: stopped, they wait. */
+    if (rc == 0 && scenario_changed)
+        rc = scenario_replace(c->scenario, json, why, whylen);
+    else if (rc != 0)
+        snprintf(why, whylen, "out of memory");
+    long long gen = rc;
+    if (rc == 0) {
+        service_change_lock(c->svc);
+        *from = service_live(c->svc)->generation;
+        struct config was = c->svc->next_cfg; /* to undo the live options on a failure */
+        service_set_live(c->svc, next);
+        gen = service_publish(c->svc, l.r, l.n);
+        if (gen >= 0) {
+            struct route_table *old = c->base;
+            c->base = base;
+            base = old;
+        } else {
+            service_set_live(c->svc, &was);
+        }
+        service_change_unlock(c->svc);
+        if (gen < 0)
+            snprintf(why, whylen, "%s",
+                     gen == -ENOSPC ? "too many generations still answering; try again"
+                                    : "out of memory");
+    }
+    if (gen >= 0 && scenario_changed) {
+        free(c->scenario_json);
+        c->scenario_json = json;
+        json = NULL;
+        c->scenario_manual = next->scenario_manual;
+        c->scenario_at = next->scenario_at;
+        start_scenario(c, "config");
+    }
+    if (gen >= 0) {
+        /* Swapped above: base is the one that was in place, made here by a reload or NULL. */
+        base_made = base != NULL;
+    }
+    if (base && base_made)
+        route_table_cleanup(base);
+    free(base);
+    free(json);
+    control_list_free(&l);
     return gen;
 }

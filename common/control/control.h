@@ -23,9 +23,16 @@ struct scenario;
 
 struct control {
     struct service *svc;
-    const struct config *cfg;
+    const struct config *cfg; /* the config of the start */
     const struct log *log;
-    struct scenario *scenario; /* the config's scenario, or NULL */
+    struct scenario *scenario; /* the config's scenario (no phases when it has none, for a
+                                  reload to give it some); NULL without a config file */
+    /* What a scenario's "restore" goes back to: the routes of the config file last loaded
+     * (NULL: the start table). Under service_change_lock. */
+    struct route_table *base;
+    char *scenario_json; /* the scenario last loaded, to restart it only when it changed */
+    int scenario_manual; /* and how it starts */
+    double scenario_at;
 };
 
 /* The routes a table was built from, as an editable list of config routes (deep copies), at
@@ -68,6 +75,15 @@ int control_edit_json(struct config_route *r, void *json, char *why, size_t whyl
  * service_change_lock held. */
 long long control_publish(struct control *c, const struct control_list *l, const char *who,
                           const char *what, const char *path, const struct route_table *before);
+
+/* Applies a reloaded config file: its routes (with its delay, error-rate and error-status) as
+ * the next generation, in one change, and its scenario, restarted as its "scenario-start" says
+ * when it or its start changed. `next` is checked (config_load, scenario_check) and may be freed
+ * once this returns. Returns the generation (and the one before in *from), or a negative errno
+ * with why. Call from one thread
+ * at a time, without service_change_lock. */
+long long control_reload(struct control *c, const struct config *next, uint64_t *from, char *why,
+                         size_t whylen);
 
 /* A route as the API shows it: the keys of a config route, "body_size" and "slot" beside. The
  * caller frees it with cJSON_Delete. */

@@ -298,7 +298,8 @@ static struct delay_spec ramp_at(const struct ramp *r, double f)
     return s;
 }
 
-/* Applies phase p's changes to l (made from table t; `start` the table of the start). Returns 0,
+/* Applies phase p's changes to l (made from table t; `start` the table of the config file last
+ * loaded). Returns 0,
  * or -EINVAL with "routes./path.key: reason" in why. */
 static int apply_phase(const struct phase *p, struct control_list *l, const struct route_table *t,
                        const struct route_table *start, uint64_t max_delay_us, char *why,
@@ -411,7 +412,8 @@ static void begin_phase(struct scenario *s, size_t i, uint64_t now)
     struct route_table *t = service_live(c->svc);
     int rc = control_list_of(&l, t);
     if (rc == 0)
-        rc = apply_phase(p, &l, t, &c->svc->routes, c->cfg->max_delay_us, why, sizeof why);
+        rc = apply_phase(p, &l, t, c->base ? c->base : &c->svc->routes, c->cfg->max_delay_us, why,
+                         sizeof why);
     if (rc == 0) {
         const char *path = p->routes && p->routes->child ? p->routes->child->string
                            : p->nramps                   ? p->ramps[0].path
@@ -519,6 +521,23 @@ static void *run(void *arg)
     return NULL;
 }
 
+/* The phases of json (NULL: none) and room for when each began. */
+static int make_phases(const char *json, struct phase **ph, size_t *n, double **began, char *why,
+                       size_t whylen)
+{
+    *ph = NULL;
+    *n = 0;
+    *began = NULL;
+    int rc = json ? parse(json, ph, n, why, whylen) : 0;
+    if (rc == 0 && !(*began = calloc(*n ? *n : 1, sizeof **began))) {
+        free_phases(*ph, *n);
+        *ph = NULL;
+        snprintf(why, whylen, "out of memory");
+        rc = -ENOMEM;
+    }
+    return rc;
+}
+
 int scenario_new(struct scenario **out, struct control *c, char *err, size_t errlen)
 {
     char why[CORE_ERR_LEN];
@@ -530,13 +549,11 @@ int scenario_new(struct scenario **out, struct control *c, char *err, size_t err
     if (!s)
         return -ENOMEM;
     s->ctl = c;
-    rc = parse(c->cfg->scenario, &s->phases, &s->n, why, sizeof why);
-    s->began_unix = rc == 0 ? calloc(s->n ? s->n : 1, sizeof *s->began_unix) : NULL;
-    if (rc != 0 || !s->began_unix) {
-        snprintf(err, errlen, "scenario: %s", rc == 0 ? "out of memory" : why);
-        free_phases(s->phases, s->n);
+    rc = make_phases(c->cfg->scenario, &s->phases, &s->n, &s->began_unix, why, sizeof why);
+    if (rc != 0) {
+        snprintf(err, errlen, "scenario: %s", why);
         free(s);
-        return rc ? rc : -ENOMEM;
+        return rc;
     }
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -554,26 +571,91 @@ int scenario_new(struct scenario **out, struct control *c, char *err, size_t err
     return 0;
 }
 
-void scenario_start(struct scenario *s, const char *who)
+/* Starts the run at Unix time at_unix (0: now). With s->lock held. */
+static void start_locked(struct scenario *s, double at_unix, const char *who)
 {
-    pthread_mutex_lock(&s->lock);
+    uint64_t now_us = timer_now_us();
+    double now_unix = unix_now();
     s->running = 1;
     s->runs++;
-    s->t0_us = timer_now_us();
-    s->t0_unix = unix_now();
+    s->t0_us = now_us;
+    s->t0_unix = now_unix;
+    if (at_unix > 0) {
+        /* The instant on the monotonic clock: ahead, or behind for a start already past (its
+         * phases due by now begin at once, so that a late replica joins the others' phase). */
+        double ahead_us = (at_unix - now_unix) * 1e6;
+        if (ahead_us >= 0)
+            s->t0_us = now_us + (uint64_t)ahead_us;
+        else
+            s->t0_us = -ahead_us < (double)now_us ? now_us - (uint64_t)-ahead_us : 0;
+        s->t0_unix = at_unix;
+    }
     s->next = 0;
     s->nramps = 0;
     for (size_t i = 0; i < s->n; i++)
         s->began_unix[i] = 0;
-    LOG(s->ctl->log, LOG_LEVEL_INFO, "control: %s: scenario starts (run %llu, %zu phases)", who,
-        (unsigned long long)s->runs, s->n);
+    if (at_unix > 0)
+        LOG(s->ctl->log, LOG_LEVEL_INFO,
+            "control: %s: scenario starts at %.3f (in %.3f s; run %llu, %zu phases)", who, at_unix,
+            at_unix - now_unix, (unsigned long long)s->runs, s->n);
+    else
+        LOG(s->ctl->log, LOG_LEVEL_INFO, "control: %s: scenario starts (run %llu, %zu phases)", who,
+            (unsigned long long)s->runs, s->n);
     /* The phases due at once are in force when this returns (the API's answer shows them). */
-    while (s->next < s->n && s->phases[s->next].at_us == 0) {
-        begin_phase(s, s->next, s->t0_us);
+    while (s->next < s->n && s->t0_us + s->phases[s->next].at_us <= now_us) {
+        begin_phase(s, s->next, now_us);
         s->next++;
     }
     pthread_cond_signal(&s->cond);
+}
+
+void scenario_start(struct scenario *s, const char *who)
+{
+    pthread_mutex_lock(&s->lock);
+    start_locked(s, 0, who);
     pthread_mutex_unlock(&s->lock);
+}
+
+void scenario_start_at(struct scenario *s, double at_unix, const char *who)
+{
+    pthread_mutex_lock(&s->lock);
+    start_locked(s, at_unix, who);
+    pthread_mutex_unlock(&s->lock);
+}
+
+size_t scenario_phases(struct scenario *s)
+{
+    if (!s)
+        return 0;
+    pthread_mutex_lock(&s->lock);
+    size_t n = s->n;
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
+int scenario_replace(struct scenario *s, const char *json, char *why, size_t whylen)
+{
+    struct phase *ph;
+    size_t n;
+    double *began;
+    int rc = make_phases(json, &ph, &n, &began, why, whylen);
+    if (rc != 0)
+        return rc;
+    pthread_mutex_lock(&s->lock);
+    if (s->running)
+        LOG(s->ctl->log, LOG_LEVEL_INFO, "control: reload: scenario stops before phase %zu",
+            s->next);
+    s->running = 0;
+    s->nramps = 0;
+    s->next = 0;
+    free_phases(s->phases, s->n);
+    free(s->began_unix);
+    s->phases = ph;
+    s->n = n;
+    s->began_unix = began;
+    pthread_cond_signal(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    return 0;
 }
 
 void scenario_stop(struct scenario *s, const char *who)
@@ -620,20 +702,27 @@ int scenario_phase(struct scenario *s, int *running)
 
 void scenario_report(struct scenario *s, cJSON *o)
 {
-    if (!s) {
+    if (s)
+        pthread_mutex_lock(&s->lock);
+    if (!s || (!s->n && !s->runs)) {
+        if (s)
+            pthread_mutex_unlock(&s->lock);
         cJSON_AddNullToObject(o, "scenario");
         return;
     }
     cJSON *sc = cJSON_AddObjectToObject(o, "scenario");
-    if (!sc)
+    if (!sc) {
+        pthread_mutex_unlock(&s->lock);
         return;
-    pthread_mutex_lock(&s->lock);
+    }
     cJSON_AddBoolToObject(sc, "running", s->running);
     cJSON_AddNumberToObject(sc, "runs", (double)s->runs);
     cJSON_AddNumberToObject(sc, "phase", (double)s->next - 1);
     if (s->runs) {
+        uint64_t now = timer_now_us();
         cJSON_AddNumberToObject(sc, "started_at", s->t0_unix);
-        cJSON_AddNumberToObject(sc, "elapsed_s", (double)(timer_now_us() - s->t0_us) / 1e6);
+        /* Negative while a start at a wall-clock instant is ahead. */
+        cJSON_AddNumberToObject(sc, "elapsed_s", ((double)now - (double)s->t0_us) / 1e6);
     }
     cJSON *arr = cJSON_AddArrayToObject(sc, "phases");
     for (size_t i = 0; arr && i < s->n; i++) {

@@ -34,12 +34,25 @@ struct cJSON;
  * ...". */
 int scenario_check(const struct config *cfg, char *err, size_t errlen);
 
-/* Builds the scenario of c's config (checked) and its thread, stopped. 0, -EINVAL or -ENOMEM. */
+/* Builds the scenario of c's config (checked; none: no phases) and its thread, stopped. 0,
+ * -EINVAL or -ENOMEM. */
 int scenario_new(struct scenario **out, struct control *c, char *err, size_t errlen);
 
 /* Starts the scenario from its first phase (again, if it ran). `who` names the caller in the
  * log. Thread-safe. */
 void scenario_start(struct scenario *s, const char *who);
+
+/* Starts it at the wall-clock instant at_unix (Unix seconds): the same phases at the same
+ * instants on every replica whose clock agrees. An instant past already starts it at once, in
+ * the phase due by now. Thread-safe. */
+void scenario_start_at(struct scenario *s, double at_unix, const char *who);
+
+/* The number of phases (0 for a NULL s, or a config without "scenario"). */
+size_t scenario_phases(struct scenario *s);
+
+/* Replaces the phases by json's (checked by scenario_check; NULL: none), stopped. 0, or
+ * -EINVAL / -ENOMEM with why, s unchanged. */
+int scenario_replace(struct scenario *s, const char *json, char *why, size_t whylen);
 
 /* Stops it where it stands: the routes stay as the last phase left them. */
 void scenario_stop(struct scenario *s, const char *who);

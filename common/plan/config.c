@@ -2,6 +2,7 @@
 #include "base/strmap.h"
 #include "base/cpus.h"
 #include "http/target.h"
+#include "plan/pathtrie.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/select.h>
+#include <time.h>
 #include <unistd.h>
 
 const struct config config_defaults = {
@@ -70,7 +72,7 @@ enum opt_type {
     OPT_STATUS,         /* unsigned final HTTP status, CONFIG_STATUS_MIN..MAX */
     OPT_OVERFLOW,       /* 503 or reset */
     OPT_CONTROL,        /* [ADDR:]PORT of the control API */
-    OPT_SCENARIO_START, /* start or api */
+    OPT_SCENARIO_START, /* start, api or at:TIME */
 };
 
 /* Actions that exist only on the command line. */
@@ -159,11 +161,64 @@ static const struct opt_def opt_defs[] = {
      "127.0.0.1 unless given (off)"},
     {"control-token", 0, OPT_PATH, OFF(control_token), 0, 0, "FILE",
      "control API requests must carry Authorization: Bearer <the first line of FILE> (none)"},
-    {"scenario-start", 0, OPT_SCENARIO_START, OFF(scenario_manual), 0, 0, "start|api",
-     "the config's scenario starts with the server, or on POST /scenario/start (start)"},
+    {"scenario-start", 0, OPT_SCENARIO_START, OFF(scenario_manual), 0, 0, "start|api|at:TIME",
+     "the config's scenario starts with the server, on POST /scenario/start, or at a wall-clock "
+     "instant given in RFC 3339 (at:2026-12-04T10:00:00Z), the same on every replica (start)"},
 };
 
 #define NOPTS (sizeof opt_defs / sizeof opt_defs[0])
+
+/* Options a running server takes from a reloaded file; every other one needs a restart. */
+static int live_option(const struct opt_def *d)
+{
+    return d->type == OPT_DELAY || d->type == OPT_RATE || d->type == OPT_STATUS ||
+           d->type == OPT_SCENARIO_START;
+}
+
+void config_restart_keys(const struct config *a, const struct config *b, char *out, size_t len)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < NOPTS; i++) {
+        const struct opt_def *d = &opt_defs[i];
+        const char *x = (const char *)a + d->offset, *y = (const char *)b + d->offset;
+        int same;
+        if (live_option(d))
+            continue;
+        switch (d->type) {
+        case OPT_HOST:
+        case OPT_PATH:
+            same = strcmp(x, y) == 0;
+            break;
+        case OPT_CONTROL:
+            same =
+                strcmp(a->control_host, b->control_host) == 0 && a->control_port == b->control_port;
+            break;
+        case OPT_BYTES:
+        case OPT_DURATION:
+        case OPT_SEED:
+            same = *(const uint64_t *)(const void *)x == *(const uint64_t *)(const void *)y;
+            break;
+        case OPT_FLAG:
+            same = *(const int *)(const void *)x == *(const int *)(const void *)y;
+            break;
+        case OPT_MODEL:
+            same = a->model == b->model;
+            break;
+        case OPT_LOG_LEVEL:
+            same = a->log_level == b->log_level;
+            break;
+        case OPT_OVERFLOW:
+            same = a->overflow == b->overflow;
+            break;
+        default: /* OPT_PORT, OPT_COUNT: unsigned */
+            same = *(const unsigned *)(const void *)x == *(const unsigned *)(const void *)y;
+            break;
+        }
+        if (!same && used < len)
+            used += (size_t)snprintf(out + used, len - used, "%s%s", used ? ", " : "", d->name);
+    }
+}
 
 static const char *const model_names[] = {"epoll", "poll", "select", "thread-per-connection"};
 
@@ -231,6 +286,65 @@ static void format_bytes(uint64_t v, char *buf, size_t len)
         snprintf(buf, len, "%llu bytes", (unsigned long long)v);
     else
         snprintf(buf, len, "%llu%c", (unsigned long long)v, units[u]);
+}
+
+/* n decimal digits at *s, into *out; advances *s. */
+static int digits(const char **s, int n, int *out)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++, (*s)++) {
+        if (**s < '0' || **s > '9')
+            return -1;
+        v = v * 10 + (**s - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+int config_time_parse(const char *s, double *unix_s)
+{
+    int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 0;
+    double frac = 0;
+    if (digits(&s, 4, &y) || *s++ != '-' || digits(&s, 2, &mo) || *s++ != '-' ||
+        digits(&s, 2, &d) || (*s != 'T' && *s != 't' && *s != ' '))
+        return -EINVAL;
+    s++;
+    if (digits(&s, 2, &h) || *s++ != ':' || digits(&s, 2, &mi) || *s++ != ':' ||
+        digits(&s, 2, &sec))
+        return -EINVAL;
+    if (*s == '.') {
+        double scale = 0.1;
+        if (*++s < '0' || *s > '9')
+            return -EINVAL;
+        for (; *s >= '0' && *s <= '9'; s++, scale /= 10)
+            frac += (*s - '0') * scale;
+    }
+    if (*s == 'Z' || *s == 'z') {
+        s++;
+    } else if (*s == '+' || *s == '-') {
+        sign = *s++ == '-' ? -1 : 1;
+        if (digits(&s, 2, &oh) || *s++ != ':' || digits(&s, 2, &om) || oh > 23 || om > 59)
+            return -EINVAL;
+    } else {
+        return -EINVAL;
+    }
+    if (*s || y < 1970 || mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || sec > 60)
+        return -EINVAL;
+    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (d > mdays[mo - 1] || (mo == 2 && d == 29 && !leap))
+        return -EINVAL;
+    struct tm tm = {.tm_year = y - 1900,
+                    .tm_mon = mo - 1,
+                    .tm_mday = d,
+                    .tm_hour = h,
+                    .tm_min = mi,
+                    .tm_sec = sec > 59 ? 59 : sec};
+    time_t t = timegm(&tm);
+    if (t == (time_t)-1)
+        return -EINVAL;
+    *unix_s = (double)t + frac - sign * (oh * 3600.0 + om * 60.0);
+    return 0;
 }
 
 static int set_value(struct config *cfg, const struct opt_def *d, const char *val, char *why,
@@ -383,13 +497,23 @@ static int set_value(struct config *cfg, const struct opt_def *d, const char *va
         cfg->control_port = (unsigned)v;
         return 0;
     }
-    case OPT_SCENARIO_START:
-        if (strcmp(val, "start") != 0 && strcmp(val, "api") != 0) {
-            snprintf(why, whylen, "'%s' is not start or api", val);
+    case OPT_SCENARIO_START: {
+        double at = 0;
+        if (strncmp(val, "at:", 3) == 0 && config_time_parse(val + 3, &at) != 0) {
+            snprintf(why, whylen,
+                     "'%s' is not an RFC 3339 instant (e.g. at:2026-12-04T10:00:00Z, or with "
+                     "an offset: at:2026-12-04T11:00:00+01:00)",
+                     val + 3);
+            return -EINVAL;
+        }
+        if (!at && strcmp(val, "start") != 0 && strcmp(val, "api") != 0) {
+            snprintf(why, whylen, "'%s' is not start, api or at:TIME", val);
             return -EINVAL;
         }
         cfg->scenario_manual = strcmp(val, "api") == 0;
+        cfg->scenario_at = at;
         return 0;
+    }
     case OPT_LOG_LEVEL:
         if (log_level_parse(val, &cfg->log_level) != 0) {
             snprintf(why, whylen, "unknown level '%s' (error, warn, info, debug)", val);
@@ -714,6 +838,8 @@ int config_route_apply(struct config_route *r, const cJSON *o, int with_path, ch
                 snprintf(why, whylen, "path: must be a string starting with / (no query)");
                 return -EINVAL;
             }
+            if (pathtrie_kind_of(it->valuestring, why, whylen) < 0)
+                return -EINVAL;
             int dot = has_dot_segment(it->valuestring);
             if (dot < 0) {
                 snprintf(why, whylen, "path: out of memory");
@@ -991,6 +1117,43 @@ static int load_routes(struct config *cfg, const char *path, const cJSON *arr, c
         }
     }
     strmap_cleanup(&seen);
+    size_t a, b;
+    int clash = rc == 0 ? config_routes_clash(cfg->routes, n, &a, &b) : 0;
+    if (clash < 0) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        rc = -ENOMEM;
+    } else if (clash) {
+        snprintf(err, errlen,
+                 "%s: routes[%zu].path: '%s' and routes[%zu] '%s' match the same paths and "
+                 "neither is more precise; keep one",
+                 path, b, cfg->routes[b].path, a, cfg->routes[a].path);
+        rc = -EINVAL;
+    }
+    return rc;
+}
+
+int config_routes_clash(const struct config_route *routes, size_t n, size_t *first, size_t *second)
+{
+    struct pathtrie pt;
+    char why[8];
+    if (pathtrie_init(&pt) != 0)
+        return -ENOMEM;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        int kind = pathtrie_kind_of(routes[i].path, why, sizeof why);
+        if (kind != PATHTRIE_TEMPLATE && kind != PATHTRIE_WILDCARD)
+            continue;
+        size_t other;
+        int added = pathtrie_add(&pt, routes[i].path, i, &other);
+        if (added == -EEXIST) {
+            *first = other;
+            *second = i;
+            rc = 1;
+        } else if (added != 0) {
+            rc = -ENOMEM;
+        }
+    }
+    pathtrie_cleanup(&pt);
     return rc;
 }
 

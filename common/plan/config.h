@@ -147,7 +147,17 @@ struct config {
     char control_bearer[CONFIG_TOKEN_LEN]; /* that file's token (its first line), "" for none */
     char *scenario;      /* the config file's "scenario" as JSON text (malloc'd), or NULL */
     int scenario_manual; /* "scenario-start": "api": the scenario waits for POST /scenario/start */
+    double scenario_at;  /* "scenario-start": "at:TIME": it starts then (Unix seconds); 0: not */
 };
+
+/* Parses an RFC 3339 instant ("2026-12-04T10:00:00Z", "2026-12-04T11:00:00.250+01:00") into
+ * Unix seconds. Returns 0 or -EINVAL. */
+int config_time_parse(const char *s, double *unix_s);
+
+/* The options of `b` that differ from `a` and take effect only at a start (port, threads, model,
+ * TLS files...): their names, comma-separated, in `out` ("" if none). The others (delay,
+ * error-rate, error-status, scenario-start, and the file's routes and scenario) apply live. */
+void config_restart_keys(const struct config *a, const struct config *b, char *out, size_t len);
 
 /* Built-in defaults, before any source is applied. */
 extern const struct config config_defaults;
@@ -204,6 +214,11 @@ int config_route_copy(struct config_route *dst, const struct config_route *src);
 
 /* Frees the strings of r and zeroes it. */
 void config_route_free(struct config_route *r);
+
+/* Finds two of the n routes that no precedence can order: templates (or wildcards) with the
+ * same segments but for the names in braces, "/a/{x}" and "/a/{y}" (pathtrie.h). Returns 1 with
+ * their indexes in *first < *second, 0 if there are none, or -ENOMEM. */
+int config_routes_clash(const struct config_route *routes, size_t n, size_t *first, size_t *second);
 
 /* Writes the --help text of `engine`'s program to `out`. */
 void config_usage(FILE *out, const struct config_engine *engine);

@@ -61,6 +61,7 @@ static struct route *add(struct route_table *t, const char *path, const char *me
     memset(r, 0, sizeof *r);
     strmap_put(&t->index, path, strlen(path), t->count);
     r->path = path;
+    r->match = PATHTRIE_EXACT;
     r->method = method;
     r->kind = kind;
     r->status = 200;
@@ -77,19 +78,29 @@ static struct route *add(struct route_table *t, const char *path, const char *me
     return r;
 }
 
-/* A config route replaces the built-in one of its path, or is added. */
-static void add_configured(struct route_table *t, const struct config_route *c)
+/* A config route replaces the built-in one of its path, or is added; a template or wildcard also
+ * goes in the trie. Returns 0, -EEXIST for a template that matches the same paths as one added
+ * before, or -ENOMEM. */
+static int add_configured(struct route_table *t, const struct config_route *c)
 {
     long at = route_find(t, c->path);
     struct route *r = at >= 0 ? &t->routes[at] : NULL;
+    char why[8];
+    int match = pathtrie_kind_of(c->path, why, sizeof why);
     if (!r && t->count == t->index.max)
-        return;
+        return 0;
+    if (match == PATHTRIE_TEMPLATE || match == PATHTRIE_WILDCARD) {
+        int rc = pathtrie_add(&t->templates, c->path, at >= 0 ? (size_t)at : t->count, NULL);
+        if (rc != 0)
+            return rc;
+    }
     if (!r)
         r = add(t, c->path, NULL, ROUTE_STATIC, NULL, NULL);
     size_t slot = r->slot;
     memset(r, 0, sizeof *r);
     r->slot = slot;
     r->path = c->path;
+    r->match = match < 0 ? PATHTRIE_EXACT : (enum pathtrie_kind)match;
     r->method = c->method;
     r->kind = ROUTE_STATIC;
     r->status = c->status;
@@ -115,6 +126,7 @@ static void add_configured(struct route_table *t, const struct config_route *c)
             r->own_headers[r->nheaders++] = c->headers[h];
     }
     r->headers = r->own_headers;
+    return 0;
 }
 
 /* The Content-Security-Policy of /ui without the control API: its own origin only. */
@@ -202,14 +214,16 @@ static int init_with(struct route_table *t, const struct config *cfg,
     size_t cap = n + ROUTE_BUILTINS;
     t->routes = calloc(cap, sizeof *t->routes);
     t->own_seq = calloc(cap + 1, sizeof *t->own_seq);
-    if (!t->routes || !t->own_seq || strmap_init(&t->index, cap) != 0) {
+    if (!t->routes || !t->own_seq || strmap_init(&t->index, cap) != 0 ||
+        pathtrie_init(&t->templates) != 0) {
         route_table_cleanup(t);
         return -ENOMEM;
     }
     t->count = 0;
     t->cfg = cfg;
     t->generation = generation;
-    t->live = cfg->control_host[0] != '\0' || cfg->scenario != NULL;
+    /* A table that can change, or has: its answers name their generation. */
+    t->live = cfg->control_host[0] != '\0' || cfg->scenario != NULL || generation > 1;
     t->seed = cfg->seed;
     t->max_delay_us = cfg->max_delay_us;
     t->overrides = !cfg->no_overrides;
@@ -234,8 +248,13 @@ static int init_with(struct route_table *t, const struct config *cfg,
     struct route *m = add(t, "/metrics", "GET", ROUTE_METRICS, NULL, NULL);
     m->counted = 0;
     m->content_type = "text/plain; version=0.0.4";
-    for (size_t i = 0; i < n; i++)
-        add_configured(t, &routes[i]);
+    for (size_t i = 0; i < n; i++) {
+        int rc = add_configured(t, &routes[i]);
+        if (rc != 0) {
+            route_table_cleanup(t);
+            return rc;
+        }
+    }
     /* After the config's routes, whose index is their draw stream (--seed: the same draws as
      * before the page existed); a config route of the same path wins. */
     add_ui(t, "/ui", (const char *)ui_index_html, ui_index_html_len, "text/html; charset=utf-8");
@@ -262,6 +281,7 @@ static void init_empty(struct route_table *t)
     t->routes = NULL;
     t->count = 0;
     t->index = (struct strmap){0};
+    t->templates = (struct pathtrie){0};
     t->own_seq = NULL;
     t->owned = NULL;
     t->nowned = 0;
@@ -331,6 +351,16 @@ long route_find(const struct route_table *t, const char *path)
     return strmap_get(&t->index, path, strlen(path));
 }
 
+long route_match(const struct route_table *t, const char *path, size_t len)
+{
+    /* The index holds templates by their text too: a request for "/a/{x}" itself is matched
+     * as any other path, by the trie. */
+    long at = strmap_get(&t->index, path, len);
+    if (at >= 0 && t->routes[at].match == PATHTRIE_EXACT)
+        return at;
+    return pathtrie_match(&t->templates, path, len);
+}
+
 void route_table_cleanup(struct route_table *t)
 {
     struct route_filler *f = &t->own_filler;
@@ -349,6 +379,7 @@ void route_table_cleanup(struct route_table *t)
     free(t->own_seq);
     t->own_seq = NULL;
     strmap_cleanup(&t->index);
+    pathtrie_cleanup(&t->templates);
 }
 
 size_t route_stats_count(const struct route_table *t)
@@ -779,7 +810,7 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
         path_len = target_path_resolve(path, path_len, resolved);
         path = resolved;
     }
-    long at = strmap_get(&t->index, path, path_len);
+    long at = route_match(t, path, path_len);
     const struct route *r = at >= 0 ? &t->routes[at] : NULL;
     if (!r) {
         route_plan_error(out, 404, t->not_found);

@@ -6,8 +6,11 @@
  * The table is built once from the config (the built-in routes, replaced or extended by the
  * config file's "routes") and then only read, except for per-route counters (atomic) that number
  * the random draws, and a filler buffer for ?size= made on first use; any thread may plan. Its
- * routes are an array sized to them, found by path through a hash table (strmap.h): a lookup
- * takes the same time with 10 routes or ROUTE_MAX.
+ * routes are an array sized to them. An exact path is found through a hash table (strmap.h);
+ * templates ("/api/orders/{id}") and wildcards ("/api/\*") through a segment trie (pathtrie.h),
+ * when no exact path matches. A lookup takes the same time with 10 routes or ROUTE_MAX: a hash
+ * probe, then a walk of the request's own segments. A template is one route: its counters, its
+ * draw stream and its name in the reports are the template's, whatever id a request carries.
  *
  * Per-request overrides, unless --no-overrides: query delay=, status=, size=, drip=, fault=,
  * rate=, read-rate=, reset-after=, stall=, slow-close= and the headers X-Slowsrv-Delay,
@@ -26,6 +29,7 @@
 #include "plan/config.h"
 #include "plan/delay.h"
 #include "plan/pace.h"
+#include "plan/pathtrie.h"
 #include "http/answer.h"
 #include "http/head.h"
 #include "http/target.h"
@@ -46,8 +50,9 @@ enum route_kind {
 };
 
 struct route {
-    const char *path;
-    const char *method; /* NULL: any method; "GET" also takes HEAD */
+    const char *path;         /* as configured: a template or wildcard as written */
+    enum pathtrie_kind match; /* exact, template or wildcard */
+    const char *method;       /* NULL: any method; "GET" also takes HEAD */
     enum route_kind kind;
     unsigned status;
     const char *content_type;
@@ -83,10 +88,12 @@ struct route_filler {
 struct route_table {
     struct route *routes; /* count of them, in room for as many as it was built for */
     size_t count;
-    struct strmap index;        /* path -> index in routes */
+    struct strmap index;        /* path as configured -> index in routes (templates included) */
+    struct pathtrie templates;  /* the templates and wildcards -> index in routes */
     const struct config *cfg;   /* what it was built from (the built-in routes, the limits) */
     uint64_t generation;        /* 1 for the table of the start; each change makes the next */
-    int live;                   /* the table can change (--control, a scenario): every answer
+    int live;                   /* the table can change (--control, a scenario) or has (a
+                                   reload, a change): every answer
                                    names its generation in Server-Timing ("gen;desc=N") */
     struct config_route *owned; /* the config routes it was built from, its own copies */
     size_t nowned;
@@ -186,14 +193,16 @@ struct route_request {
 
 /* Fills *t with the built-in routes (GET /test, POST /write, any method / and /echo,
  * GET /healthz, GET /stats, GET /metrics) as configured by cfg, then cfg's "routes" (at most
- * CONFIG_ROUTES_MAX, with distinct paths: config_load checks both), which replace a built-in
- * route of the same path or are added. cfg must outlive the table. Returns 0, or -ENOMEM with
+ * CONFIG_ROUTES_MAX, with distinct paths and no two templates that match the same paths:
+ * config_load checks all three), which replace a built-in route of the same path or are added.
+ * cfg must outlive the table. Returns 0, -EEXIST for two such templates, or -ENOMEM, with
  * nothing to free; route_table_cleanup frees a table made. */
 int route_table_init(struct route_table *t, const struct config *cfg);
 
 /* Fills *t as route_table_init does, but with `routes` (n of them, at most CONFIG_ROUTES_MAX,
  * deep-copied: t owns its copies) in place of cfg's "routes", as generation `generation`.
- * Returns 0, -ENOSPC for more than CONFIG_ROUTES_MAX, or -ENOMEM, with nothing to free. */
+ * Returns 0, -ENOSPC for more than CONFIG_ROUTES_MAX, -EEXIST for two templates that match the
+ * same paths (config_routes_clash finds them first), or -ENOMEM, with nothing to free. */
 int route_table_init_routes(struct route_table *t, const struct config *cfg,
                             const struct config_route *routes, size_t n, uint64_t generation);
 
@@ -208,8 +217,13 @@ void route_describe(const struct route *r, struct config_route *out);
  * /healthz). */
 int route_editable(const struct route *r);
 
-/* Index of the route whose path is `path` in t, or -1. Constant time (a hash lookup). */
+/* Index of the route whose configured path is `path` in t (a template by its text,
+ * "/api/orders/{id}"), or -1. Constant time (a hash lookup). */
 long route_find(const struct route_table *t, const char *path);
+
+/* Index of the route that answers a request for `path` (len bytes, decoded, without the query):
+ * the exact path, else the best template, else the best wildcard (pathtrie.h), or -1. */
+long route_match(const struct route_table *t, const char *path, size_t len);
 
 /* Fills *out with an error answer: status, the JSON body {"error": msg, "status": status}, no
  * delay, nothing shaped. */

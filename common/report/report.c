@@ -1,6 +1,7 @@
 #include "report/report.h"
 
 #include <cjson/cJSON.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,16 @@ static void add_live(void *ctx, cJSON *root)
     cJSON_AddBoolToObject(cfg, "seed_given", s->cfg->seed_set);
     cJSON_AddNumberToObject(cfg, "workers", s->cfg->workers);
     cJSON_AddNumberToObject(cfg, "queue", s->cfg->queue);
+    cJSON_AddStringToObject(cfg, "file", s->cfg->config_file);
+    cJSON *rl = cJSON_AddObjectToObject(cfg, "reloads");
+    if (rl) {
+        cJSON_AddNumberToObject(rl, "ok", (double)atomic_load(&s->reloads_ok));
+        cJSON_AddNumberToObject(rl, "error", (double)atomic_load(&s->reloads_error));
+        pthread_mutex_lock(&s->reload_lock);
+        cJSON_AddStringToObject(rl, "last_error", s->reload_error);
+        cJSON_AddStringToObject(rl, "needs_restart", s->needs_restart);
+        pthread_mutex_unlock(&s->reload_lock);
+    }
     for (size_t i = 0; i < rc->t->count; i++) {
         const struct route *r = &rc->t->routes[i];
         cJSON *o = r->counted ? control_route_json(r) : NULL;
@@ -99,7 +110,7 @@ char *report_text(const struct service *cs, enum plan_action what)
     if (what == PLAN_METRICS) {
         char *text = stats_to_prometheus(s->stats, names, nnames, uptime, pools ? &pc : NULL, &c);
         int running = 0, phase = scenario_phase(s->scenario, &running);
-        char tail[1024];
+        char tail[1600];
         int n = snprintf(tail, sizeof tail,
                          "# HELP slowsrv_control_changes_total Changes of the routes made by the "
                          "control API or the scenario.\n"
@@ -112,9 +123,16 @@ char *report_text(const struct service *cs, enum plan_action what)
                          "before the first or with no scenario.\n"
                          "# TYPE slowsrv_scenario_phase gauge\nslowsrv_scenario_phase %d\n"
                          "# HELP slowsrv_scenario_running 1 while the scenario runs.\n"
-                         "# TYPE slowsrv_scenario_running gauge\nslowsrv_scenario_running %d\n",
+                         "# TYPE slowsrv_scenario_running gauge\nslowsrv_scenario_running %d\n"
+                         "# HELP slowsrv_config_reloads_total Reloads of the config file (SIGHUP, "
+                         "a change of the file), by result.\n"
+                         "# TYPE slowsrv_config_reloads_total counter\n"
+                         "slowsrv_config_reloads_total{result=\"ok\"} %llu\n"
+                         "slowsrv_config_reloads_total{result=\"error\"} %llu\n",
                          (unsigned long long)atomic_load(&s->changes),
-                         (unsigned long long)t->generation, phase, running);
+                         (unsigned long long)t->generation, phase, running,
+                         (unsigned long long)atomic_load(&s->reloads_ok),
+                         (unsigned long long)atomic_load(&s->reloads_error));
         size_t len = text ? strlen(text) : 0;
         out = text && n > 0 ? realloc(text, len + (size_t)n + 1) : NULL;
         if (out)

@@ -922,6 +922,7 @@ static void log_request(struct exchange *x)
         .client = r->client,
         .method = r->method,
         .target = r->target,
+        .route = x->plan.route ? x->plan.route->path : NULL,
         .status = x->answered,
         .bytes_in = r->bytes_in,
         .bytes_out = x->answered ? x->plan.body_len : 0,
@@ -986,17 +987,11 @@ void exchange_end(struct exchange *x, struct timer_heap *h)
 void exchange_library_answer(struct service *svc, struct stats_shard *sh,
                              const struct route_request *rq, unsigned status)
 {
-    char path[512];
     const char *q = memchr(rq->target, '?', rq->target_len);
     size_t n = q ? (size_t)(q - rq->target) : rq->target_len;
     size_t shard = stats_shard_index(sh);
     struct route_table *t = service_table_acquire(svc, shard);
-    long i = -1;
-    if (n && n < sizeof path) {
-        memcpy(path, rq->target, n);
-        path[n] = '\0';
-        i = route_find(t, path);
-    }
+    long i = n ? route_match(t, rq->target, n) : -1;
     const struct route *r = i >= 0 ? &t->routes[i] : NULL;
     if (!r || r->counted) {
         size_t slot = r ? r->slot : ROUTE_STATS_OTHER(t);
@@ -1013,6 +1008,7 @@ void exchange_library_answer(struct service *svc, struct stats_shard *sh,
                                         .client = client,
                                         .method = rq->method,
                                         .target = target,
+                                        .route = r ? r->path : NULL,
                                         .status = status};
             accesslog_write(svc->access, &e);
         }

@@ -43,7 +43,17 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
     s->pool = NULL;
     s->cfg = cfg;
     s->nshards = nshards ? nshards : 1;
-    s->live_enabled = cfg->control_host[0] != '\0' || cfg->scenario != NULL;
+    /* A config file may be reloaded (SIGHUP, a change of the file): its routes can change. */
+    s->live_enabled =
+        cfg->control_host[0] != '\0' || cfg->scenario != NULL || cfg->config_file[0] != '\0';
+    s->next_cfg = *cfg;
+    s->next_cfg.routes = NULL;
+    s->next_cfg.nroutes = 0;
+    s->next_cfg.scenario = NULL;
+    atomic_init(&s->reloads_ok, 0);
+    atomic_init(&s->reloads_error, 0);
+    pthread_mutex_init(&s->reload_lock, NULL);
+    s->reload_error[0] = s->needs_restart[0] = '\0';
     atomic_init(&s->live, 0);
     atomic_init(&s->changes, 0);
     s->scenario = NULL;
@@ -73,6 +83,7 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
     atomic_init(&s->stopping, 0);
     if (route_table_init(&s->routes, cfg) != 0) {
         pthread_mutex_destroy(&s->change_lock);
+        pthread_mutex_destroy(&s->reload_lock);
         return -ENOMEM;
     }
     service_set_endpoints(s, 0, NULL, 0);
@@ -150,6 +161,7 @@ void service_cleanup(struct service *s)
     free(s->seq);
     s->seq = NULL;
     pthread_mutex_destroy(&s->change_lock);
+    pthread_mutex_destroy(&s->reload_lock);
     free_pool(&s->pool);
     for (size_t i = 0; s->route_pools && i < s->nslots; i++)
         free_pool(&s->route_pools[i]);
@@ -308,7 +320,7 @@ long long service_publish(struct service *s, const struct config_route *routes, 
     struct route_table *t = malloc(sizeof *t);
     if (!t)
         return -ENOMEM;
-    if (route_table_init_routes(t, s->cfg, routes, n, cur->generation + 1) != 0) {
+    if (route_table_init_routes(t, &s->next_cfg, routes, n, cur->generation + 1) != 0) {
         free(t);
         return -ENOMEM;
     }
@@ -346,6 +358,23 @@ long long service_publish(struct service *s, const struct config_route *routes, 
     atomic_fetch_add_explicit(&s->changes, 1, memory_order_relaxed);
     service_reclaim(s);
     return (long long)t->generation;
+}
+
+void service_set_live(struct service *s, const struct config *next)
+{
+    s->next_cfg.delay = next->delay;
+    s->next_cfg.error_rate = next->error_rate;
+    s->next_cfg.error_status = next->error_status;
+}
+
+void service_reloaded(struct service *s, int ok, const char *why, const char *needs_restart)
+{
+    atomic_fetch_add_explicit(ok ? &s->reloads_ok : &s->reloads_error, 1, memory_order_relaxed);
+    pthread_mutex_lock(&s->reload_lock);
+    if (ok)
+        snprintf(s->needs_restart, sizeof s->needs_restart, "%s", needs_restart);
+    snprintf(s->reload_error, sizeof s->reload_error, "%s", ok ? "" : why);
+    pthread_mutex_unlock(&s->reload_lock);
 }
 
 void service_stop(struct service *s)

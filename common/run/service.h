@@ -100,6 +100,13 @@ struct service {
     size_t slot_hint;            /* no free slot below it */
     _Atomic uint64_t changes;    /* changes made (control API, scenario) */
     const struct config *cfg;
+    /* What the next generations are built from: cfg, with the options a reload changes live
+     * (service_set_live) and without cfg's routes and scenario. Under change_lock. */
+    struct config next_cfg;
+    _Atomic uint64_t reloads_ok, reloads_error; /* config reloads (SIGHUP, the file changed) */
+    pthread_mutex_t reload_lock;                /* guards the two strings below */
+    char reload_error[256];                     /* why the last failed reload failed, or "" */
+    char needs_restart[256];                    /* options a reload could not apply, or "" */
     struct scenario *scenario; /* the config's scenario (scenario.h), for the reports; or NULL */
     service_report_fn report;  /* report_text (report.h), set by the program; NULL: no reports */
     struct service_control control; /* the control API (control_hook), set by the program */
@@ -149,6 +156,13 @@ void service_table_release(struct service *s, struct route_table *t, size_t shar
  * or a negative errno: -ENOSPC (too many routes, or generations still answering), -ENOMEM. The
  * caller serialises changes (service_change_lock). */
 long long service_publish(struct service *s, const struct config_route *routes, size_t n);
+
+/* The options of a reloaded config that apply live (delay, error-rate, error-status) are next's
+ * from the next service_publish on. Under service_change_lock. */
+void service_set_live(struct service *s, const struct config *next);
+
+/* Records a reload: ok (with the options it could not apply, "" if none) or failed (why). */
+void service_reloaded(struct service *s, int ok, const char *why, const char *needs_restart);
 
 /* Frees the retired tables no request uses. Under service_change_lock. */
 void service_reclaim(struct service *s);

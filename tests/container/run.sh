@@ -2,7 +2,8 @@
 # The container test, all of it: installs podman, runc and debootstrap when missing, makes the
 # Debian base image once (base-image.sh), builds the image of the Containerfile and a curl
 # client (build-image.sh), runs the pod sidecar test with both binaries (pod-test.sh) and plays
-# the Kubernetes manifests of config/k8s/ (kube-test.sh). Exits non-zero on any failure.
+# the Kubernetes manifests of config/k8s/ (kube-test.sh) and the fleet of config/k8s/fleet/,
+# changed together through its ConfigMap (fleet-test.sh). Exits non-zero on any failure.
 # Everything lives in a podman storage of its own (SLOWSRV_CT_DIR, see lib.sh), which keeps the
 # base image between runs; at the end, also on failure, the pods and containers of the tests
 # are removed (by each script), and so are the two images built here and the build's unnamed
@@ -66,11 +67,12 @@ step() { # NAME SCRIPT
 }
 # Each step needs the one before it: stop at the first failure.
 for s in "base image:base-image.sh" "build images:build-image.sh" \
-    "pod sidecar, slowsrv and slowsrv-h2o:pod-test.sh" "podman kube play config/k8s:kube-test.sh"; do
+    "pod sidecar, slowsrv and slowsrv-h2o:pod-test.sh" "podman kube play config/k8s:kube-test.sh" \
+    "podman kube play config/k8s/fleet:fleet-test.sh"; do
     step "${s%%:*}" "${s#*:}" || break
 done
 
 echo "== container: timings"
 printf '   %s\n' "${times[@]}" "total $(ct_elapsed "$total") s"
 echo "container: $passed passed, $failed failed"
-[ $failed = 0 ] && [ $passed = 4 ]
+[ $failed = 0 ] && [ $passed = 5 ]

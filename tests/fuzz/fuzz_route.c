@@ -6,7 +6,7 @@
  *   byte 0     flags: bits 0-1 pick the route table (built once, see init_tables):
  *                0 built-in routes, max-size 1 MiB;
  *                1 built-in routes plus configured ones (random delays, 204 and 418 routes,
- *                  methods, headers), max-delay 2 s, max-size 4 KiB;
+ *                  methods, headers, templates and wildcards), max-delay 2 s, max-size 4 KiB;
  *                2 --no-overrides, a log-normal /test delay;
  *                3 --error-rate 0.5 with --error-status 500;
  *              bits 2-3 pick buflen for the target_query_param() check: 1, 3, 16 or 128
@@ -23,14 +23,16 @@
  * route_plan() plans the request (target an exact-size heap copy, not NUL-terminated), its
  * lookup serving the query through target_query_param() (also checked against the reference)
  * and the two headers. Checked: status 100..599; a matched route is the table's, with the
- * target's path and the allowed method; no route means 404 (405 with Allow for a wrong
- * method); body_len <= max-size unless the body is the route's own; a body is readable to its
- * last byte; an error body built by route_plan (404, 405, 400 for an override, error-rate)
- * has the shape {"error": "...", "status": N} and is valid JSON as a whole (cJSON, no trailing
- * bytes, no raw control characters) with "error" a string and "status" equal to plan.status;
- * delay_us <= max-delay; a delay has a Server-Timing value "delay;dur=<ms>" that reads back as
- * delay_us; with overrides on, 1xx/204/304 answers carry no body; with overrides off, status
- * and body are the route's (or error-rate's).
+ * target's path and the allowed method (a template or wildcard: one that a reference matcher
+ * says matches the path, beaten by no other route that matches, by a reference of the
+ * precedence); no route means 404, when no route matches (405 with Allow for a wrong method);
+ * body_len <= max-size unless the body is the route's own; a body is readable to its last byte; an
+ * error body built by route_plan (404, 405, 400 for an override, error-rate) has the shape
+ * {"error": "...", "status": N} and is valid JSON as a whole (cJSON, no trailing bytes, no raw
+ * control characters) with "error" a string and "status" equal to plan.status; delay_us <=
+ * max-delay; a delay has a Server-Timing value "delay;dur=<ms>" that reads back as delay_us; with
+ * overrides on, 1xx/204/304 answers carry no body; with overrides off, status and body are the
+ * route's (or error-rate's).
  *
  * Build: see CMakeLists.txt (route.c and what it uses, libcjson, -lm -lpthread).
  */
@@ -56,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct config cfgs[NTABLES];
 static struct route_table tables[NTABLES];
-static struct config_route croutes[6];
+static struct config_route croutes[11];
 
 /* A heap copy that lives as long as the tables (config strings are char *). */
 static char *keep(const char *s)
@@ -114,6 +116,14 @@ static void init_tables(void)
     croutes[5] = (struct config_route){
         .path = keep("/fixed"), .method = keep("GET"), .status = 302, .has_delay = 1};
     spec(&croutes[5].delay, "1.5s");
+    /* Templates and wildcards, orderable pairs only (config_load refuses the others). */
+    static const char *const templates[] = {"/t/{id}", "/t/{id}/x", "/t/*", "/{a}/b/*",
+                                            "/{a}/{b}/c"};
+    for (size_t i = 0; i < 5; i++)
+        croutes[6 + i] = (struct config_route){.path = keep(templates[i]),
+                                               .status = 200,
+                                               .body = keep(templates[i]),
+                                               .body_len = strlen(templates[i])};
     cfgs[1].routes = croutes;
     cfgs[1].nroutes = sizeof croutes / sizeof croutes[0];
     cfgs[1].max_delay_us = 2000000;
@@ -291,6 +301,71 @@ static int method_ok(const char *want, const char *method)
            (strcmp(want, "GET") == 0 && strcmp(method, "HEAD") == 0);
 }
 
+/* A segment of a route path: 0 a literal, 1 "{name}", 2 the last "*". */
+static int segment_kind(const char *s, size_t n, int last)
+{
+    if (n == 1 && s[0] == '*' && last)
+        return 2;
+    return n >= 3 && s[0] == '{' && s[n - 1] == '}' ? 1 : 0;
+}
+
+/* The reference for the trie: 1 if route path pat matches path (len bytes), segment by
+ * segment: a literal itself, {name} any non-empty segment, a last "*" the rest (zero or more). */
+static int ref_matches(const char *pat, const char *path, size_t len)
+{
+    if (len == 0 || path[0] != '/')
+        return 0;
+    const char *p = pat + 1, *s = path + 1, *end = path + len;
+    for (;;) {
+        const char *pe = strchr(p, '/');
+        if (!pe)
+            pe = p + strlen(p);
+        int kind = segment_kind(p, (size_t)(pe - p), *pe == '\0');
+        if (kind == 2)
+            return 1;
+        if (!s)
+            return 0;
+        const char *se = memchr(s, '/', (size_t)(end - s));
+        if (!se)
+            se = end;
+        if (kind == 1 ? se == s : (pe - p != se - s || memcmp(p, s, (size_t)(se - s)) != 0))
+            return 0;
+        if (*pe == '\0')
+            return se == end;
+        p = pe + 1;
+        s = se == end ? NULL : se + 1;
+    }
+}
+
+/* The precedence, as a reference: <0 if route path a beats b, >0 if b beats a, 0 if neither
+ * (same kinds all along). An exact path beats a template, a template a wildcard; then the
+ * first segment whose kinds differ decides, the lower kind winning. */
+static int ref_order(const char *a, const char *b)
+{
+    int wa = a[strlen(a) - 1] == '*' && a[strlen(a) - 2] == '/';
+    int wb = b[strlen(b) - 1] == '*' && b[strlen(b) - 2] == '/';
+    int ta = strchr(a, '{') != NULL || wa, tb = strchr(b, '{') != NULL || wb;
+    if (ta != tb)
+        return ta - tb;
+    if (wa != wb)
+        return wa - wb;
+    for (const char *p = a + 1, *q = b + 1;;) {
+        const char *pe = strchr(p, '/'), *qe = strchr(q, '/');
+        if (!pe)
+            pe = p + strlen(p);
+        if (!qe)
+            qe = q + strlen(q);
+        int ka = segment_kind(p, (size_t)(pe - p), *pe == '\0');
+        int kb = segment_kind(q, (size_t)(qe - q), *qe == '\0');
+        if (ka != kb)
+            return ka - kb;
+        if (!*pe || !*qe)
+            return 0;
+        p = pe + 1;
+        q = qe + 1;
+    }
+}
+
 static void check_plan(const struct route_table *t, const struct config *cfg,
                        const struct route_request *rq, const struct plan *p)
 {
@@ -349,8 +424,10 @@ static void check_plan(const struct route_table *t, const struct config *cfg,
         } else {
             REQUIRE(p->status == 404 && p->allow == NULL);
             for (size_t i = 0; i < t->count; i++)
-                REQUIRE(strlen(t->routes[i].path) != path_len ||
-                        memcmp(t->routes[i].path, path, path_len) != 0);
+                REQUIRE(t->routes[i].match == PATHTRIE_EXACT
+                            ? strlen(t->routes[i].path) != path_len ||
+                                  memcmp(t->routes[i].path, path, path_len) != 0
+                            : !ref_matches(t->routes[i].path, path, path_len));
         }
         check_json_error(p);
         return;
@@ -361,7 +438,21 @@ static void check_plan(const struct route_table *t, const struct config *cfg,
 
     REQUIRE(p->route_id < t->count && &t->routes[p->route_id] == r);
     REQUIRE(p->stats_id == (r->counted ? p->route_id : STATS_UNCOUNTED));
-    REQUIRE(strlen(r->path) == path_len && memcmp(r->path, path, path_len) == 0);
+    if (r->match == PATHTRIE_EXACT) {
+        REQUIRE(strlen(r->path) == path_len && memcmp(r->path, path, path_len) == 0);
+    } else {
+        /* A template or wildcard: it matches, and no other route that matches beats it. */
+        REQUIRE(ref_matches(r->path, path, path_len));
+        for (size_t i = 0; i < t->count; i++) {
+            const struct route *o = &t->routes[i];
+            if (o == r)
+                continue;
+            if (o->match == PATHTRIE_EXACT)
+                REQUIRE(strlen(o->path) != path_len || memcmp(o->path, path, path_len) != 0);
+            else if (ref_matches(o->path, path, path_len))
+                REQUIRE(ref_order(r->path, o->path) < 0);
+        }
+    }
     REQUIRE(method_ok(r->method, rq->method));
     REQUIRE(p->allow == NULL);
     if (!own_body && p->body != p->text)

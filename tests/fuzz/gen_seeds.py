@@ -97,6 +97,12 @@ CONFIG = {
     "err_file_route_over_max_delay": cfg_file({"max-delay": "1s", "routes": [
         {"path": "/slow", "delay": "2s"}]}),
     "err_file_route_duplicate": cfg_file({"routes": [{"path": "/x"}, {"path": "/x"}]}),
+    "file_route_templates": cfg_file({"routes": [
+        {"path": "/api/orders/{id}"}, {"path": "/api/orders/recent"}, {"path": "/api/*"},
+        {"path": "/{a}/b/{c}"}, {"path": "/{a}/{b}/c"}]}),
+    "err_file_route_templates_clash": cfg_file({"routes": [
+        {"path": "/a/{x}"}, {"path": "/a/{y}"}]}),
+    "err_file_route_template_syntax": cfg_file({"routes": [{"path": "/a/{x/*/b"}]}),
     "err_file_route_bad_key": cfg_file({"routes": [{"path": "/x", "colour": "red"}]}),
     "err_file_route_bad_header": cfg_file({"routes": [
         {"path": "/x", "headers": {"X-A": "line\r\nbreak"}}]}),
@@ -144,6 +150,10 @@ ROUTE = {
     "routes_teapot": req(TABLE_ROUTES | BUF_128, "BREW", "/teapot?delay=10ms:50,2s:50"),
     "routes_slow": req(TABLE_ROUTES, "GET", "/slow", "", "100"),
     "routes_fixed": req(TABLE_ROUTES, "HEAD", "/fixed?size=4096"),
+    "routes_template": req(TABLE_ROUTES, "GET", "/t/42?delay=1ms"),
+    "routes_template_deeper": req(TABLE_ROUTES, "GET", "/t/42/x"),
+    "routes_wildcard": req(TABLE_ROUTES, "GET", "/t/42/y/z"),
+    "routes_template_precedence": req(TABLE_ROUTES, "GET", "/q/b/c"),
     "no_overrides": req(TABLE_NO_OVERRIDES, "GET", "/test?delay=5s&status=600", "1h", "999"),
     "error_rate": req(TABLE_ERROR_RATE | BUF_128, "GET", "/test?delay=1ms"),
     "err_delay_over_max": req(TABLE_DEFAULT, "GET", "/echo?delay=2m"),

@@ -4,10 +4,14 @@
  */
 #include "itest.h"
 
+#include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The control API's port, from the startup line (" control=http://127.0.0.1:PORT"). */
@@ -1030,6 +1034,349 @@ static void ten_thousand_routes_are_served(const struct itest_env *env)
     free(routes);
 }
 
+/* Replaces the file at `path` whole, as an editor or a deployment does: a new file renamed over
+ * it, so that no reader ever sees half of it. */
+static void replace_file(const char *path, const char *text)
+{
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.new", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        CHECK_FAIL_("cannot write %s", tmp);
+        return;
+    }
+    fputs(text, f);
+    fclose(f);
+    CHECK_INT(rename(tmp, path), 0);
+}
+
+/* The /stats value at `path` once it reaches `want` (or after `timeout` s). */
+static double reloads(const struct server *s, const char *which, double want)
+{
+    char path[64];
+    snprintf(path, sizeof path, "config.reloads.%s", which);
+    return await_stat(h1(s), path, want, 3);
+}
+
+/* A string of /stats at a dotted path, into buf ("" if none). */
+static const char *stats_string(const struct server *s, const char *path, char *buf, size_t len)
+{
+    struct reply r;
+    http_request(s->port, "GET", "/stats", NULL, NULL, &r);
+    cJSON *j = cJSON_Parse(r.body);
+    char p[128];
+    snprintf(p, sizeof p, "%s", path);
+    const cJSON *o = j;
+    for (char *tok = strtok(p, "."); tok && o; tok = strtok(NULL, "."))
+        o = cJSON_GetObjectItemCaseSensitive(o, tok);
+    snprintf(buf, len, "%s", cJSON_IsString(o) ? o->valuestring : "");
+    cJSON_Delete(j);
+    return buf;
+}
+
+struct in_flight {
+    unsigned port;
+    struct reply r;
+    double took;
+};
+
+static void *request_in_flight(void *arg)
+{
+    struct in_flight *f = arg;
+    double t0 = now_seconds();
+    http_request(f->port, "GET", "/test", NULL, NULL, &f->r);
+    f->took = now_seconds() - t0;
+    return NULL;
+}
+
+/* SIGHUP reloads the config file: the next request gets its routes and delay, a request in
+ * flight keeps its plan; a bad file changes nothing and is counted with its reason; options only
+ * a start applies are reported as needing a restart, and the rest applies. */
+static void reload_by_sighup(const struct itest_env *env)
+{
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, "%s",
+             write_file(env, "reload.json",
+                        "{\"delay\": \"400ms\", \"routes\": [{\"path\": \"/api\", \"body\": "
+                        "\"v1\"}]}"));
+    struct server s;
+    const char *args[] = {"--config", cfg, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    struct reply r;
+    double dur;
+    unsigned long long gen;
+    struct in_flight f = {s.port, {0}, 0};
+    pthread_t th;
+    CHECK_INT(pthread_create(&th, NULL, request_in_flight, &f), 0);
+    usleep(100 * 1000); /* it waits its 400 ms */
+    replace_file(cfg, "{\"delay\": \"50ms\", \"error-status\": 502, \"routes\": [{\"path\": "
+                      "\"/api\", \"body\": \"v2\"}, {\"path\": \"/new\", \"status\": 201}]}");
+    kill(s.pid, SIGHUP);
+    CHECK_INT(reloads(&s, "ok", 1), 1);
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(answer_plan(&r, &dur, &gen), 0);
+    CHECK_INT(dur, 50);
+    CHECK_INT(gen, 2);
+    http_request(s.port, "GET", "/api", NULL, NULL, &r);
+    CHECK_STR(r.body, "v2");
+    http_request(s.port, "GET", "/new", NULL, NULL, &r);
+    CHECK_INT(r.status, 201);
+    pthread_join(th, NULL);
+    CHECK_INT(f.r.status, 200);
+    CHECK_STR(f.r.body, "ok");
+    CHECK(f.took >= 0.4);
+    char v[200];
+    CHECK(reply_timing(&f.r, v, sizeof v) && strncmp(v, "delay;dur=400", 13) == 0);
+
+    /* Bad files: each refused whole, counted, its reason in /stats; nothing changes. */
+    static const struct {
+        const char *text, *why;
+    } bad[] = {
+        {"{\"delay\": ", "malformed JSON"},
+        {"{\"delay\": \"1sec\"}", "delay: bad duration"},
+        {"{\"routes\": [{\"path\": \"/a\", \"headers\": {\"Content-Length\": \"3\"}}]}",
+         "routes[0].headers"},
+        {"{\"scenario\": [{\"at\": \"1s\", \"routes\": {\"/nope\": {\"delay\": \"1s\"}}}]}",
+         "scenario[0].routes./nope: no such route"},
+    };
+    char why[300];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        replace_file(cfg, bad[i].text);
+        kill(s.pid, SIGHUP);
+        CHECK_INT(reloads(&s, "error", (double)i + 1), (double)i + 1);
+        stats_string(&s, "config.reloads.last_error", why, sizeof why);
+        if (!strstr(why, bad[i].why))
+            CHECK_FAIL_("bad file %zu: last_error '%s', want '%s' in it", i, why, bad[i].why);
+        http_request(s.port, "GET", "/test", NULL, NULL, &r);
+        CHECK_INT(answer_plan(&r, &dur, &gen), 0);
+        CHECK_INT(dur, 50);
+        CHECK_INT(gen, 2);
+    }
+    http_request(s.port, "GET", "/metrics", NULL, NULL, &r);
+    CHECK(strstr(r.body, "slowsrv_config_reloads_total{result=\"ok\"} 1\n") != NULL);
+    CHECK(strstr(r.body, "slowsrv_config_reloads_total{result=\"error\"} 4\n") != NULL);
+
+    /* A change of options a start applies: the rest is applied, those reported. */
+    replace_file(cfg, "{\"delay\": \"70ms\", \"threads\": 3, \"max-connections\": 77}");
+    kill(s.pid, SIGHUP);
+    CHECK_INT(reloads(&s, "ok", 2), 2);
+    CHECK_STR(stats_string(&s, "config.reloads.needs_restart", why, sizeof why),
+              "threads, max-connections");
+    CHECK_STR(stats_string(&s, "config.reloads.last_error", why, sizeof why), "");
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_INT(answer_plan(&r, &dur, &gen), 0);
+    CHECK_INT(dur, 70);
+    http_request(s.port, "GET", "/api", NULL, NULL, &r);
+    CHECK_INT(r.status, 404);
+    /* SIGHUP with the file as it was applied: nothing to do, nothing counted. */
+    kill(s.pid, SIGHUP);
+    usleep(200 * 1000);
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "config.reloads.ok"), 2);
+    cJSON_Delete(j);
+    char log[8192];
+    CHECK_INT(server_stop(&s, 5000, log, sizeof log), 0);
+    CHECK(strstr(log, "reloaded (SIGHUP): 2 routes: generation 1 -> 2") != NULL);
+    CHECK(strstr(log, "config: reload refused, nothing changed: ") != NULL);
+    CHECK(strstr(log, "threads, max-connections changed: needs a restart") != NULL);
+    CHECK(strstr(log, "is unchanged: nothing to reload") != NULL);
+}
+
+/* The RFC 3339 form of Unix time *t_io, to the millisecond, in UTC; *t_io becomes that. */
+static void rfc3339(double *t_io, char *buf, size_t len)
+{
+    long long ms = (long long)floor(*t_io * 1000); /* what the text says */
+    *t_io = (double)ms / 1000;
+    time_t sec = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&sec, &tm);
+    char base[32];
+    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, len, "%s.%03dZ", base, (int)(ms % 1000));
+}
+
+static double unix_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* How late a phase may begin after its instant here: a thread's wake-up on a 2-core host that
+ * runs the suite two tests at a time (about a millisecond when idle). */
+#define LATE 0.1
+
+/* The began_at of scenario phase i in /stats, or -1 while it has not begun. */
+static double phase_began(const struct server *s, int i)
+{
+    cJSON *j = settled_stats(h1(s));
+    const cJSON *phases = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "scenario"), "phases");
+    double b = json_number(cJSON_GetArrayItem(phases, i), "began_at");
+    cJSON_Delete(j);
+    return b;
+}
+
+/* A mounted ConfigMap as the kubelet updates it: the files are symlinks through ..data to a
+ * timestamped directory, and an update swaps ..data in one rename. slowsrv sees the swap with no
+ * signal, serves the new delay on a connection it already holds, and starts the new file's
+ * scenario at its wall-clock instant. */
+static void reload_follows_a_configmap_swap(const struct itest_env *env)
+{
+    char dir[300], path[400], cfg[400], link[400], tmp[400];
+    snprintf(dir, sizeof dir, "%s/cm", env->tmpdir);
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/..v1", dir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/..v1/slowsrv.json", dir);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs("{\"delay\": \"300ms\"}", f);
+        fclose(f);
+    }
+    snprintf(link, sizeof link, "%s/..data", dir);
+    CHECK_INT(symlink("..v1", link), 0);
+    snprintf(cfg, sizeof cfg, "%s/slowsrv.json", dir);
+    CHECK_INT(symlink("..data/slowsrv.json", cfg), 0);
+    struct server s;
+    const char *args[] = {"--config", cfg, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    int fd = raw_connect(s.port);
+    static const char get[] = "GET /test HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    char buf[2048];
+    CHECK_INT(send_all(fd, get, sizeof get - 1), 0);
+    read_until_text(fd, buf, sizeof buf, "\r\n\r\nok", 3000);
+    CHECK(strstr(buf, "delay;dur=300") != NULL);
+
+    /* The update: a new directory, then ..data swapped to it, then the old one removed. */
+    double at = unix_now() + 1.5;
+    char when[64], text[600];
+    rfc3339(&at, when, sizeof when);
+    snprintf(path, sizeof path, "%s/..v2", dir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/..v2/slowsrv.json", dir);
+    snprintf(text, sizeof text,
+             "{\"delay\": \"40ms\", \"scenario-start\": \"at:%s\", \"scenario\": ["
+             "{\"at\": \"0s\", \"routes\": {\"/test\": {\"delay\": \"80ms\"}}},"
+             "{\"at\": \"300ms\", \"routes\": {\"/test\": {\"delay\": \"90ms\"}}}]}",
+             when);
+    f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+    snprintf(tmp, sizeof tmp, "%s/..data_tmp", dir);
+    CHECK_INT(symlink("..v2", tmp), 0);
+    double t0 = now_seconds();
+    CHECK_INT(rename(tmp, link), 0);
+    snprintf(path, sizeof path, "%s/..v1/slowsrv.json", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/..v1", dir);
+    rmdir(path);
+    CHECK_INT(reloads(&s, "ok", 1), 1);
+    double took = now_seconds() - t0;
+    if (took > 2)
+        CHECK_FAIL_("the swap was applied after %.2f s, want within 2 s", took);
+    /* The same connection, kept: the new delay. */
+    CHECK_INT(send_all(fd, get, sizeof get - 1), 0);
+    read_until_text(fd, buf, sizeof buf, "\r\n\r\nok", 3000);
+    CHECK(strstr(buf, "delay;dur=40") != NULL);
+    close(fd);
+    /* Its scenario starts at its instant: not before, then within LATE of it. */
+    CHECK(phase_began(&s, 0) < 0);
+    while (unix_now() < at + 0.45)
+        usleep(10 * 1000);
+    double b0 = phase_began(&s, 0), b1 = phase_began(&s, 1);
+    if (b0 < at || b0 > at + LATE || b1 < at + 0.3 || b1 > at + 0.3 + LATE)
+        CHECK_FAIL_("phases began %.3f and %.3f s after the instant, want 0 and 0.3 (+0.1)",
+                    b0 - at, b1 - at);
+    struct reply r;
+    double dur;
+    unsigned long long gen;
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_INT(answer_plan(&r, &dur, &gen), 0);
+    CHECK_INT(dur, 90);
+    char log[8192];
+    CHECK_INT(server_stop(&s, 5000, log, sizeof log), 0);
+    CHECK(strstr(log, "reloaded (the file changed): 0 routes: generation 1 -> 2") != NULL);
+}
+
+/* "scenario-start": "at:TIME" and POST /scenario/start {"at": TIME} start the phases at a
+ * wall-clock instant (what replicas share); bad instants are refused in one line. */
+static void scenario_starts_at_an_instant(const struct itest_env *env)
+{
+    double at = unix_now() + 1.0;
+    char when[64], text[600];
+    rfc3339(&at, when, sizeof when);
+    snprintf(text, sizeof text,
+             "{\"delay\": \"10ms\", \"scenario-start\": \"at:%s\", \"scenario\": ["
+             "{\"at\": \"0s\", \"routes\": {\"/test\": {\"delay\": \"60ms\"}}},"
+             "{\"at\": \"200ms\", \"routes\": {\"/test\": {\"delay\": \"70ms\"}}}]}",
+             when);
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, "%s", write_file(env, "at.json", text));
+    struct server s;
+    const char *args[] = {"--config", cfg, "--control", "0", NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    unsigned cp = control_port(&s);
+    struct reply r;
+    double dur;
+    unsigned long long gen;
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_INT(answer_plan(&r, &dur, &gen), 0);
+    CHECK_INT(dur, 10);
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "scenario.phase"), -1);
+    CHECK(json_number(j, "scenario.elapsed_s") < 0 || unix_now() >= at);
+    cJSON_Delete(j);
+    while (unix_now() < at + 0.3)
+        usleep(10 * 1000);
+    double b0 = phase_began(&s, 0), b1 = phase_began(&s, 1);
+    if (b0 < at || b0 > at + LATE || b1 < at + 0.2 || b1 > at + 0.2 + LATE)
+        CHECK_FAIL_("config: phases began %.3f and %.3f s after the instant", b0 - at, b1 - at);
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+    CHECK_INT(answer_plan(&r, &dur, &gen), 0);
+    CHECK_INT(dur, 70);
+
+    /* Through the API, for a fleet started at different moments. */
+    at = unix_now() + 0.5;
+    rfc3339(&at, when, sizeof when);
+    char body[128];
+    snprintf(body, sizeof body, "{\"at\": \"%s\"}", when);
+    CHECK_INT(api(cp, "POST", "/scenario/start", body, NULL, NULL), 200);
+    CHECK(phase_began(&s, 0) < 0);
+    while (unix_now() < at + 0.3)
+        usleep(10 * 1000);
+    b0 = phase_began(&s, 0);
+    if (b0 < at || b0 > at + LATE)
+        CHECK_FAIL_("API: phase 0 began %.3f s after the instant", b0 - at);
+    cJSON *e = NULL;
+    CHECK_INT(api(cp, "POST", "/scenario/start", "{\"at\": \"tomorrow\"}", NULL, &e), 400);
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(e, "error")),
+              "at: must be an RFC 3339 instant such as \"2026-12-04T10:00:00Z\"");
+    cJSON_Delete(e);
+    CHECK_INT(api(cp, "POST", "/scenario/start", "{\"when\": 1}", NULL, NULL), 400);
+    stop_expect_clean(&s);
+
+    /* A bad instant in the config: exit 2, one line. */
+    const char *bad = write_file(env, "bad-at.json",
+                                 "{\"scenario-start\": \"at:2026-02-30T10:00:00Z\", "
+                                 "\"scenario\": [{\"at\": \"0s\"}]}");
+    char out[2048], err[2048];
+    const char *check[] = {"--check-config", bad, NULL};
+    CHECK_INT(run_to_exit(env->bin, check, NULL, out, sizeof out, err, sizeof err), 2);
+    CHECK(strstr(err, "scenario-start: '2026-02-30T10:00:00Z' is not an RFC 3339 instant") != NULL);
+}
+
 static const struct itest_case cases[] = {
     {"reason_phrases_are_the_registrys", reason_phrases_are_the_registrys, ITEST_PLAIN, 0},
     {"bad_scenarios_are_config_errors", bad_scenarios_are_config_errors, ITEST_PLAIN, 0},
@@ -1046,6 +1393,9 @@ static const struct itest_case cases[] = {
     {"reset_starts_a_new_run", reset_starts_a_new_run, ITEST_PLAIN, 0},
     {"seeded_scenarios_repeat", seeded_scenarios_repeat, ITEST_PLAIN, 0},
     {"ten_thousand_routes_are_served", ten_thousand_routes_are_served, ITEST_BOTH, 0},
+    {"reload_by_sighup", reload_by_sighup, ITEST_PLAIN, 0},
+    {"reload_follows_a_configmap_swap", reload_follows_a_configmap_swap, ITEST_PLAIN, 0},
+    {"scenario_starts_at_an_instant", scenario_starts_at_an_instant, ITEST_PLAIN, 0},
 };
 
 const struct itest_suite itest_suite_control = {"control", cases, sizeof cases / sizeof cases[0]};

@@ -325,12 +325,23 @@ static void example_configs_check(const struct itest_env *env)
         CHECK_STR(reply_timing(&r, h, sizeof h), orders_timing[i]);
         CHECK_STR(reply_header(&r, "Cache-Control", h, sizeof h), "no-store");
     }
+    /* Templates: any order id, any user's orders, and the wildcard's 404 for the rest of /api. */
     http_request(s.port, "GET", "/api/orders/42", NULL, NULL, &r);
     CHECK_INT(r.status, 200);
     CHECK_STR(reply_timing(&r, h, sizeof h), "delay;dur=10");
+    http_request(s.port, "GET", "/api/orders/7", NULL, NULL, &r);
+    CHECK_STR(r.body, "{\"id\": 42, \"status\": \"shipped\"}");
+    http_request(s.port, "GET", "/api/users/3/orders", NULL, NULL, &r);
+    CHECK_STR(r.body, "[{\"id\": 42, \"status\": \"shipped\"}]");
+    http_request(s.port, "GET", "/api/nope/1", NULL, NULL, &r);
+    CHECK_INT(r.status, 404);
+    CHECK_STR(r.body, "{\"error\": \"not found\"}");
     cJSON *j = settled_stats(h1(&s));
     CHECK_INT(json_number(j, "routes./api/orders.status.201"), 3);
     CHECK_INT(json_number(j, "routes./api/health.status.200"), 3);
+    CHECK_INT(json_number(j, "routes./api/orders/{id}.requests"), 2);
+    CHECK_INT(json_number(j, "routes./api/users/{id}/orders.requests"), 1);
+    CHECK_INT(json_number(j, "routes./api/*.status.404"), 1);
     cJSON_Delete(j);
     stop_expect_clean(&s);
 }

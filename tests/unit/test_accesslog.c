@@ -12,6 +12,7 @@ static void accesslog_format_writes_one_escaped_json_line(void)
         .client = "127.0.0.1:5000",
         .method = "GET",
         .target = "/test?q=\"x\"\\y\n",
+        .route = "/test",
         .status = 200,
         .bytes_in = 5,
         .bytes_out = 2,
@@ -20,10 +21,12 @@ static void accesslog_format_writes_one_escaped_json_line(void)
         .service_us = 251000,
     };
     size_t n = accesslog_format(buf, sizeof buf, &e);
-    CHECK_STR(buf, "{\"time\": \"2026-11-30T00:00:00.123Z\", \"client\": \"127.0.0.1:5000\", "
-                   "\"method\": \"GET\", \"path\": \"/test?q=\\\"x\\\"\\\\y\\u000a\", \"status\": "
-                   "200, \"bytes_in\": 5, \"bytes_out\": 2, \"delay_ms\": 250.000, "
-                   "\"waited_ms\": 250.400, \"service_ms\": 251.000}\n");
+    CHECK_STR(
+        buf,
+        "{\"time\": \"2026-11-30T00:00:00.123Z\", \"client\": \"127.0.0.1:5000\", "
+        "\"method\": \"GET\", \"path\": \"/test?q=\\\"x\\\"\\\\y\\u000a\", \"route\": "
+        "\"/test\", \"status\": 200, \"bytes_in\": 5, \"bytes_out\": 2, \"delay_ms\": 250.000, "
+        "\"waited_ms\": 250.400, \"service_ms\": 251.000}\n");
     CHECK_INT(n, strlen(buf));
     CHECK_INT(accesslog_format(buf, 40, &e), 0);
 }
@@ -63,7 +66,7 @@ static void accesslog_reopen_follows_a_rotated_file(void)
     int fd = mkstemp(path);
     close(fd);
     struct accesslog al;
-    struct accesslog_entry e = {0, "-", "GET", "/", 200, 0, 2, 0, 0, 0};
+    struct accesslog_entry e = {0, "-", "GET", "/", "/", 200, 0, 2, 0, 0, 0};
     CHECK_INT(accesslog_open(&al, path, err, sizeof err), 0);
     accesslog_write(&al, &e);
     snprintf(moved, sizeof moved, "%s.1", path);

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -530,8 +531,87 @@ static void config_long_values_and_unwritable_logs_are_refused(void)
     config_cleanup(&cfg);
 }
 
+/* RFC 3339 instants, as "scenario-start": "at:..." and POST /scenario/start take them. */
+static void config_time_parse_reads_rfc3339(void)
+{
+    static const struct {
+        const char *s;
+        double want; /* -1: refused */
+    } cases[] = {
+        {"2026-12-04T10:00:00Z", 1796378400},
+        {"2026-12-04t10:00:00z", 1796378400},
+        {"2026-12-04 10:00:00Z", 1796378400},
+        {"2026-12-04T11:30:00+01:30", 1796378400},
+        {"2026-12-04T08:00:00-02:00", 1796378400},
+        {"2026-12-04T10:00:00.250Z", 1796378400.25},
+        {"2024-02-29T00:00:00Z", 1709164800},
+        {"1970-01-01T00:00:00Z", 0},
+        {"2026-12-04T10:00:00", -1},
+        {"2026-12-04T10:00Z", -1},
+        {"2026-12-04", -1},
+        {"2026-02-29T00:00:00Z", -1},
+        {"2026-04-31T00:00:00Z", -1},
+        {"2026-13-01T00:00:00Z", -1},
+        {"2026-12-04T24:00:00Z", -1},
+        {"2026-12-04T10:00:00.Z", -1},
+        {"2026-12-04T10:00:00+1:00", -1},
+        {"2026-12-04T10:00:00Z ", -1},
+        {"1969-12-31T23:59:59Z", -1},
+        {"tomorrow", -1},
+        {"", -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double t = -1;
+        int rc = config_time_parse(cases[i].s, &t);
+        if (cases[i].want < 0 ? rc != -EINVAL : rc != 0 || fabs(t - cases[i].want) > 1e-6)
+            CHECK_FAIL_("'%s': rc %d, %.3f; want %.3f", cases[i].s, rc, t, cases[i].want);
+    }
+}
+
+/* A reload applies the delay, error-rate, error-status and scenario-start; every other option
+ * differing from the running one is named as needing a restart. */
+static void config_restart_keys_name_what_a_start_applies(void)
+{
+    struct config a, b;
+    char err[CORE_ERR_LEN], keys[256];
+    const char *base[] = {"--delay", "1s", NULL};
+    const char *live[] = {
+        "--delay", "2s", "--error-rate", "0.5", "--error-status", "502", "--scenario-start",
+        "api",     NULL};
+    const char *restart[] = {"--port",
+                             "9",
+                             "--threads",
+                             "3",
+                             "--log-level",
+                             "debug",
+                             "--control",
+                             "7000",
+                             "--model",
+                             "poll",
+                             "--no-overrides",
+                             "--max-body",
+                             "5M",
+                             "--header-timeout",
+                             "2s",
+                             NULL};
+    CHECK_INT(load(&a, base, NULL, err), 0);
+    CHECK_INT(load(&b, live, NULL, err), 0);
+    config_restart_keys(&a, &b, keys, sizeof keys);
+    CHECK_STR(keys, "");
+    config_cleanup(&b);
+    if (load(&b, restart, NULL, err) != 0)
+        CHECK_FAIL_("%s", err);
+    config_restart_keys(&a, &b, keys, sizeof keys);
+    CHECK_STR(keys, "port, threads, model, max-body, header-timeout, no-overrides, log-level, "
+                    "control");
+    config_cleanup(&a);
+    config_cleanup(&b);
+}
+
 int main(void)
 {
+    config_time_parse_reads_rfc3339();
+    config_restart_keys_name_what_a_start_applies();
     config_long_values_and_unwritable_logs_are_refused();
     config_files_have_a_ceiling_and_must_be_readable();
     config_fuzz_findings_stay_fixed();

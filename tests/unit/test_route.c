@@ -832,8 +832,248 @@ static void route_paths_resolve(void)
     route_table_cleanup(&t);
 }
 
+/* Config routes of the given paths, each answering its own path as body. */
+static void path_routes(struct config_route *routes, const char *const *paths, size_t n)
+{
+    memset(routes, 0, n * sizeof *routes);
+    for (size_t i = 0; i < n; i++) {
+        routes[i].path = (char *)(uintptr_t)paths[i];
+        routes[i].status = 200;
+        routes[i].body = (char *)(uintptr_t)paths[i];
+        routes[i].body_len = strlen(paths[i]);
+    }
+}
+
+/* Each request path is answered by the route that the precedence names (doc/options.md §Path
+ * templates): an exact path, else the template with the longest literal prefix (on a tie, the
+ * literal at the first segment where they part), else the wildcard by the same rule; {name}
+ * matches one non-empty segment, a trailing * zero or more. */
+static void route_templates_match_by_precedence(void)
+{
+    static const char *const paths[] = {
+        "/api/orders/{id}",
+        "/api/orders/recent",
+        "/api/orders/{id}/items",
+        "/api/{kind}/7",
+        "/api/*",
+        "/api/orders/*",
+        "/files/*",
+        "/{a}/{b}/c",
+        "/{a}/b/{c}",
+        "/api/{kind}/{id}/x",
+        "/api/orders/{id}/x",
+        "/api/{kind}",
+    };
+    enum { N = sizeof paths / sizeof paths[0] };
+    struct config_route routes[N];
+    path_routes(routes, paths, N);
+    struct config cfg = config_defaults;
+    cfg.routes = routes;
+    cfg.nroutes = N;
+    struct route_table t;
+    CHECK_INT(route_table_init(&t, &cfg), 0);
+    static const struct {
+        const char *target, *route;
+    } cases[] = {
+        {"/api/orders/7", "/api/orders/{id}"},
+        {"/api/orders/7?x=1", "/api/orders/{id}"},
+        {"/api/orders/recent", "/api/orders/recent"},
+        {"/api/orders/7/items", "/api/orders/{id}/items"},
+        {"/api/users/7", "/api/{kind}/7"},
+        {"/api/orders/7/x", "/api/orders/{id}/x"},
+        {"/api/users/7/x", "/api/{kind}/{id}/x"},
+        {"/api/users/8", "/api/*"},
+        {"/api/orders/", "/api/orders/*"},
+        {"/api/orders", "/api/{kind}"}, /* a template beats a wildcard */
+        {"/api/orders/7/items/9", "/api/orders/*"},
+        {"/api", "/api/*"},
+        {"/api/", "/api/*"},
+        {"/files", "/files/*"},
+        {"/files/a/b/c", "/files/*"},
+        {"/x/b/c", "/{a}/b/{c}"},
+        {"/x/y/c", "/{a}/{b}/c"},
+        {"/x//c", NULL},
+        {"/apix", NULL},
+        {"/api/orders/{id}", "/api/orders/{id}"},
+        {"/api/users", "/api/{kind}"},
+        {"/api/*", "/api/{kind}"},
+        {"/*/a", NULL},
+        {"/test", "/test"},
+        {"/", "/"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct plan p;
+        plan(&t, "GET", cases[i].target, &p);
+        if (!cases[i].route) {
+            CHECK_INT(p.status, 404);
+            CHECK(p.route == NULL);
+            continue;
+        }
+        CHECK_STR(p.route ? p.route->path : "(none)", cases[i].route);
+        CHECK_INT(p.status, 200);
+    }
+    /* The control API finds a template by its text, never by a path it matches. */
+    CHECK(route_find(&t, "/api/orders/{id}") >= 0);
+    CHECK_INT(route_find(&t, "/api/orders/7"), -1);
+    CHECK_INT(route_match(&t, "/api/orders/7", 13), route_find(&t, "/api/orders/{id}"));
+    route_table_cleanup(&t);
+}
+
+/* A template is one route: every id it matches plans with the template's stats id, and its
+ * seeded draws run in one sequence, numbered across ids: the same delays as an exact route in
+ * its place asked the same number of times. */
+static void route_template_keeps_one_slot_and_one_draw_sequence(void)
+{
+    static const char *const tpl[] = {"/a", "/api/orders/{id}"};
+    static const char *const exact[] = {"/a", "/api/orders/one"};
+    struct config_route rt[2], re[2];
+    path_routes(rt, tpl, 2);
+    path_routes(re, exact, 2);
+    struct delay_spec d;
+    char why[128];
+    CHECK_INT(delay_spec_parse(&d, "10ms..900ms", why, sizeof why), 0);
+    rt[1].has_delay = re[1].has_delay = 1;
+    rt[1].delay = re[1].delay = d;
+    struct config ct = config_defaults, ce = config_defaults;
+    ct.seed = ce.seed = 7;
+    ct.routes = rt;
+    ce.routes = re;
+    ct.nroutes = ce.nroutes = 2;
+    struct route_table tt, te;
+    CHECK_INT(route_table_init(&tt, &ct), 0);
+    CHECK_INT(route_table_init(&te, &ce), 0);
+    static const char *const ids[] = {"/api/orders/1", "/api/orders/2", "/api/orders/77",
+                                      "/api/orders/1", "/api/orders/abc"};
+    size_t slot = SIZE_MAX;
+    int distinct = 0;
+    uint64_t first = 0;
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        struct plan pt, pe;
+        plan(&tt, "GET", ids[i], &pt);
+        plan(&te, "GET", "/api/orders/one", &pe);
+        CHECK_U64(pt.delay_us, pe.delay_us);
+        CHECK_INT(pt.stats_id, pe.stats_id);
+        if (slot == SIZE_MAX)
+            slot = pt.stats_id, first = pt.delay_us;
+        CHECK_INT(pt.stats_id, slot);
+        distinct += pt.delay_us != first;
+    }
+    CHECK(distinct > 0); /* a sequence, not one draw repeated per id */
+    route_table_cleanup(&tt);
+    route_table_cleanup(&te);
+}
+
+/* Paths that no precedence orders are refused, naming both; those it orders are not. The
+ * syntax: braces only around a whole segment {name}, * only as the whole last segment. */
+static void route_templates_refuse_ambiguous_pairs_and_bad_syntax(void)
+{
+    static const struct {
+        const char *a, *b;
+        int clash;
+    } pairs[] = {
+        {"/a/{x}", "/a/{y}", 1},     {"/a/{x}/*", "/a/{y}/*", 1}, {"/{p}/b/{x}", "/{q}/b/{y}", 1},
+        {"/a/{x}/b", "/a/b/{y}", 0}, {"/a/{x}", "/a/*", 0},       {"/a/{x}", "/a/{x}/b", 0},
+        {"/{x}/b", "/a/{y}", 0},     {"/a/*", "/a/b/*", 0},       {"/a/{x}", "/a/b", 0},
+        {"/a/{x}/c", "/a/{y}/d", 0},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        const char *const paths[] = {"/z", pairs[i].a, pairs[i].b};
+        struct config_route routes[3];
+        path_routes(routes, paths, 3);
+        size_t first = 0, second = 0;
+        CHECK_INT(config_routes_clash(routes, 3, &first, &second), pairs[i].clash);
+        if (pairs[i].clash) {
+            CHECK_INT(first, 1);
+            CHECK_INT(second, 2);
+        }
+        struct config cfg = config_defaults;
+        struct route_table t;
+        cfg.routes = routes;
+        cfg.nroutes = 3;
+        int rc = route_table_init(&t, &cfg);
+        CHECK_INT(rc, pairs[i].clash ? -EEXIST : 0);
+        if (rc == 0)
+            route_table_cleanup(&t);
+    }
+    static const struct {
+        const char *path;
+        int kind;
+    } kinds[] = {
+        {"/", PATHTRIE_EXACT},
+        {"/a/*b", PATHTRIE_EXACT},
+        {"/a/b*", PATHTRIE_EXACT},
+        {"/a/{x}", PATHTRIE_TEMPLATE},
+        {"/{x}/{y-1_Z}/", PATHTRIE_TEMPLATE},
+        {"/*", PATHTRIE_WILDCARD},
+        {"/a/{x}/*", PATHTRIE_WILDCARD},
+        {"/a/{x", -EINVAL},
+        {"/a/x}", -EINVAL},
+        {"/a/{}", -EINVAL},
+        {"/a/{x y}", -EINVAL},
+        {"/a/b{x}", -EINVAL},
+        {"/a/{x}b", -EINVAL},
+        {"/a/*/b", -EINVAL},
+        {"/*/", -EINVAL},
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        char why[160] = "";
+        CHECK_INT(pathtrie_kind_of(kinds[i].path, why, sizeof why), kinds[i].kind);
+        if (kinds[i].kind < 0)
+            CHECK(strncmp(why, "path: ", 6) == 0);
+    }
+    char why[160];
+    char deep[4 * PATHTRIE_SEGMENTS_MAX + 16];
+    size_t len = 0;
+    for (size_t i = 0; i < PATHTRIE_SEGMENTS_MAX; i++)
+        len += (size_t)snprintf(deep + len, sizeof deep - len, "/{x}");
+    CHECK_INT(pathtrie_kind_of(deep, why, sizeof why), PATHTRIE_TEMPLATE);
+    snprintf(deep + len, sizeof deep - len, "/a");
+    CHECK_INT(pathtrie_kind_of(deep, why, sizeof why), -EINVAL);
+    CHECK_STR(why, "path: a template has at most 64 segments");
+}
+
+/* 10 000 templates: each id under each is answered by its own template, and the trie holds one
+ * node a distinct prefix. */
+static void route_table_of_10000_templates_finds_each(void)
+{
+    enum { N = 10000 };
+    static char paths[N][32];
+    static const char *ptrs[N];
+    static struct config_route routes[N];
+    for (size_t i = 0; i < N; i++) {
+        snprintf(paths[i], sizeof paths[i], "/t/%05zu/{id}", i);
+        ptrs[i] = paths[i];
+    }
+    path_routes(routes, ptrs, N);
+    struct config cfg = config_defaults;
+    struct route_table t;
+    cfg.routes = routes;
+    cfg.nroutes = N;
+    CHECK_INT(route_table_init(&t, &cfg), 0);
+    CHECK_INT(t.templates.routes, N);
+    CHECK_INT(t.templates.count, 1 + 1 + 2 * N);
+    size_t right = 0, missed = 0;
+    for (size_t i = 0; i < N; i++) {
+        char path[48];
+        struct plan p;
+        snprintf(path, sizeof path, "/t/%05zu/%zu", i, i * 7919);
+        plan(&t, "GET", path, &p);
+        right += p.route && strcmp(p.route->path, paths[i]) == 0;
+        snprintf(path, sizeof path, "/t/%05zu/", i);
+        plan(&t, "GET", path, &p);
+        missed += p.status == 404;
+    }
+    CHECK_INT(right, N);
+    CHECK_INT(missed, N);
+    route_table_cleanup(&t);
+}
+
 int main(void)
 {
+    route_templates_match_by_precedence();
+    route_template_keeps_one_slot_and_one_draw_sequence();
+    route_templates_refuse_ambiguous_pairs_and_bad_syntax();
+    route_table_of_10000_templates_finds_each();
     route_paths_resolve();
     route_value_copy_keeps_whole_length();
     route_overlong_override_is_refused();

@@ -72,8 +72,41 @@ static void strmap_deletes_keep_the_rest_reachable(void)
     strmap_cleanup(&m);
 }
 
+/* A key's scope is part of it: the same bytes in two scopes are two keys, each with its value,
+ * and the calls without _in are scope 0. A resize keeps every key and makes room for more. */
+static void strmap_scopes_part_keys_and_resize_keeps_them(void)
+{
+    struct strmap m;
+    CHECK_INT(strmap_init(&m, 4), 0);
+    CHECK_INT(strmap_put_in(&m, 1, "a", 1, 10), 0);
+    CHECK_INT(strmap_put_in(&m, 2, "a", 1, 20), 0);
+    CHECK_INT(strmap_put(&m, "a", 1, 30), 0);
+    CHECK_INT(strmap_put_in(&m, 2, "a", 1, 21), -EEXIST);
+    CHECK_INT(strmap_get_in(&m, 1, "a", 1), 10);
+    CHECK_INT(strmap_get_in(&m, 2, "a", 1), 20);
+    CHECK_INT(strmap_get_in(&m, 0, "a", 1), 30);
+    CHECK_INT(strmap_get_in(&m, 3, "a", 1), -1);
+    CHECK_INT(strmap_put_in(&m, 3, "b", 1, 40), 0);
+    CHECK_INT(strmap_put_in(&m, 4, "b", 1, 50), -ENOSPC);
+    CHECK_INT(strmap_resize(&m, 1000), 0);
+    static char scoped[900][8];
+    for (uint32_t i = 0; i < 900; i++) {
+        snprintf(scoped[i], sizeof scoped[i], "k%u", i % 30);
+        CHECK_INT(strmap_put_in(&m, i / 30 + 10, scoped[i], strlen(scoped[i]), i), 0);
+    }
+    size_t found = 0;
+    for (uint32_t i = 0; i < 900; i++)
+        found += strmap_get_in(&m, i / 30 + 10, scoped[i], strlen(scoped[i])) == (long)i;
+    CHECK_INT(found, 900);
+    CHECK_INT(strmap_get_in(&m, 2, "a", 1), 20);
+    CHECK_INT(strmap_get(&m, "a", 1), 30);
+    CHECK_INT(m.count, 904);
+    strmap_cleanup(&m);
+}
+
 int main(void)
 {
+    strmap_scopes_part_keys_and_resize_keeps_them();
     strmap_finds_every_key_and_misses_the_others();
     strmap_refuses_a_key_twice_and_past_its_size();
     strmap_deletes_keep_the_rest_reachable();
