@@ -379,6 +379,54 @@ static void control_patches_a_route_rate(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
+/* Every thread model paces and breaks bodies alike: a rate, a reset after its bytes, a
+ * slow-close's late end of stream and (slowsrv) a read-rate, each timed. */
+static void pacing_on_every_model(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    const char *args[] = {"--delay", "0", "--model", env->model, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    http_request(s.port, "GET", "/echo?size=100000&rate=100K", NULL, NULL, &r);
+    CHECK_INT(r.curl_code, 0);
+    CHECK_INT(r.body_len, 100000);
+    if (r.seconds < 0.98 || r.seconds > 0.99 + LONE_SLACK)
+        CHECK_FAIL_("%s: 100 000 bytes at 100K took %.3f s, want 0.99 s", env->model, r.seconds);
+    else
+        check_passed++;
+    http_request(s.port, "GET", "/echo?size=100000&reset-after=64K", NULL, NULL, &r);
+    CHECK_INT(r.curl_code, CURLE_RECV_ERROR);
+    CHECK_INT(r.body_len, 64000);
+    int fd = raw_connect(s.port);
+    static const char req[] = "GET /echo?size=1000&slow-close=500ms HTTP/1.1\r\nHost: x\r\n\r\n";
+    CHECK_INT(send_all(fd, req, sizeof req - 1), 0);
+    size_t got;
+    double end = read_to_end(fd, 5, &got);
+    if (end < 0.5 || end > 0.5 + LONE_SLACK)
+        CHECK_FAIL_("%s: slow-close=500ms: the end of the stream after %.3f s", env->model, end);
+    else
+        check_passed++;
+    close(fd);
+    if (itest_has(env, ENGINE_STREAMS_UPLOADS)) {
+        struct part p = {"data", "d.bin", NULL, 100000};
+        http_upload(h1(&s), "/write?read-rate=100K", &p, 1, &r, 0);
+        CHECK_STR(r.body, "100000");
+        if (r.seconds < 0.98 || r.seconds > 1.0 + LONE_SLACK)
+            CHECK_FAIL_("%s: 100 000 bytes read at 100K took %.3f s", env->model, r.seconds);
+        else
+            check_passed++;
+    }
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "faults"), 2);
+    CHECK_INT(json_number(j, "cancels"), 0);
+    CHECK_INT(json_number(j, "in_flight"), 0);
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
 static const struct itest_case cases[] = {
     {"rate_holds_within_2pct_over_10s", rate_holds_within_2pct_over_10s, ITEST_PLAIN, 0},
     {"rate_burst_header_route_and_bad_values", rate_burst_header_route_and_bad_values, ITEST_PLAIN,
@@ -392,6 +440,7 @@ static const struct itest_case cases[] = {
     {"read_rate_refused_where_bodies_come_whole", read_rate_refused_where_bodies_come_whole,
      ITEST_PLAIN, 0},
     {"control_patches_a_route_rate", control_patches_a_route_rate, ITEST_PLAIN, 0},
+    {"pacing_on_every_model", pacing_on_every_model, ITEST_PER_MODEL, 0},
 };
 
 const struct itest_suite itest_suite_pacing = {"pacing", cases, sizeof cases / sizeof cases[0]};
