@@ -8,6 +8,8 @@
 #include <linux/tcp.h> /* its struct tcp_info has the byte counts */
 #include <stdio.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -143,6 +145,12 @@ int net_accept_starved(int err, uint64_t now_us, uint64_t *last_us, char *msg, s
         *last_us = now_us ? now_us : 1;
     }
     return 1;
+}
+
+long net_unsent(int fd)
+{
+    int n = 0;
+    return ioctl(fd, SIOCOUTQ, &n) == 0 ? n : 0;
 }
 
 int net_peer_gone(int fd)

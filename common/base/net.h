@@ -63,6 +63,9 @@ void net_format_peer(const struct sockaddr *addr, char *buf, size_t len);
  * Reads nothing from the stream (MSG_PEEK), never blocks. */
 int net_peer_gone(int fd);
 
+/* Bytes socket fd holds that its peer has not acknowledged (SIOCOUTQ); 0 if it cannot tell. */
+long net_unsent(int fd);
+
 /* What TCP moved on socket fd so far: bytes received from the peer and bytes of ours it
  * acknowledged. Returns 0, or -1 if fd is not a TCP socket (then both are 0). */
 int net_tcp_progress(int fd, uint64_t *received, uint64_t *acked);

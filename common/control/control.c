@@ -122,6 +122,12 @@ int control_edit_json(struct config_route *r, void *json, char *why, size_t whyl
     return config_route_apply(r, json, 0, why, whylen);
 }
 
+/* pace_describe's writer: one string member of the object ctx. */
+static void add_string(void *ctx, const char *key, const char *value)
+{
+    cJSON_AddStringToObject(ctx, key, value);
+}
+
 cJSON *control_route_json(const struct route *r)
 {
     cJSON *o = cJSON_CreateObject();
@@ -154,6 +160,7 @@ cJSON *control_route_json(const struct route *r)
     static const char *const faults[] = {"none", "close", "reset", "truncate"};
     if (r->fault != CONFIG_FAULT_NONE)
         cJSON_AddStringToObject(o, "fault", faults[r->fault]);
+    pace_describe(&r->pace, add_string, o);
     if (r->workers) {
         cJSON_AddNumberToObject(o, "workers", r->workers);
         cJSON_AddNumberToObject(o, "queue", r->queue);

@@ -830,6 +830,42 @@ static int has_dot_segment(const char *path)
     return differs;
 }
 
+/* 1 if k is one of pace.h's keys. */
+static int pace_key(const char *k)
+{
+    return strcmp(k, "rate") == 0 || strcmp(k, "read-rate") == 0 || strcmp(k, "reset-after") == 0 ||
+           strcmp(k, "stall") == 0 || strcmp(k, "slow-close") == 0;
+}
+
+/* Applies pace key k (a string, a number of bytes or ms where one stands alone; null or false:
+ * none) onto p. */
+static int apply_pace(struct pace_spec *p, const char *k, const cJSON *it, char *why, size_t whylen)
+{
+    char val[96], err[160];
+    if (cJSON_IsNull(it) || cJSON_IsFalse(it))
+        snprintf(val, sizeof val, "none");
+    else if (cJSON_IsNumber(it) && strcmp(k, "stall") != 0 && it->valuedouble >= 0 &&
+             it->valuedouble < 1e15 && it->valuedouble == (double)(long long)it->valuedouble)
+        snprintf(val, sizeof val, "%lld", (long long)it->valuedouble);
+    else if (!cJSON_IsString(it) || strlen(it->valuestring) >= sizeof val) {
+        snprintf(why, whylen, "%s: must be a string such as \"%s\", or \"none\"", k,
+                 strcmp(k, "stall") == 0         ? "64K,5s"
+                 : strcmp(k, "slow-close") == 0  ? "5s"
+                 : strcmp(k, "reset-after") == 0 ? "64K"
+                                                 : "1M");
+        return -EINVAL;
+    } else
+        snprintf(val, sizeof val, "%s", it->valuestring);
+    int rc = strcmp(k, "rate") == 0          ? pace_rate_parse(p, val, err, sizeof err)
+             : strcmp(k, "read-rate") == 0   ? pace_read_rate_parse(p, val, err, sizeof err)
+             : strcmp(k, "reset-after") == 0 ? pace_reset_parse(p, val, err, sizeof err)
+             : strcmp(k, "stall") == 0       ? pace_stall_parse(p, val, err, sizeof err)
+                                             : pace_slow_close_parse(p, val, err, sizeof err);
+    if (rc != 0)
+        snprintf(why, whylen, "%s: %s", k, err);
+    return rc;
+}
+
 int config_route_apply(struct config_route *r, const cJSON *o, int with_path, char *why,
                        size_t whylen)
 {
@@ -918,6 +954,9 @@ int config_route_apply(struct config_route *r, const cJSON *o, int with_path, ch
                          "fault: must be \"close\", \"reset\", \"truncate\" or \"none\"");
                 return -EINVAL;
             }
+        } else if (pace_key(k)) {
+            if (apply_pace(&r->pace, k, it, why, whylen) != 0)
+                return -EINVAL;
         } else if (strcmp(k, "workers") == 0) {
             if (route_count(it, with_path ? 1u : 0u, &r->workers) != 0) {
                 snprintf(why, whylen, "workers: must be a whole number from %d to 10000000",
@@ -982,7 +1021,8 @@ int config_route_apply(struct config_route *r, const cJSON *o, int with_path, ch
         } else {
             snprintf(why, whylen,
                      "%s: unknown key (%smethod, status, body, headers, delay, drip, fault, "
-                     "workers, queue, error-rate, error-status)",
+                     "rate, read-rate, reset-after, stall, slow-close, workers, queue, "
+                     "error-rate, error-status)",
                      k, with_path ? "path, " : "");
             return -EINVAL;
         }
@@ -1024,7 +1064,11 @@ int config_route_check(const struct config_route *r, uint64_t max_delay_us, char
         snprintf(why, whylen, "fault: truncate needs a body to cut");
         return -EINVAL;
     }
-    return 0;
+    if (r->drip.chunks && (r->pace.rate || r->pace.stall)) {
+        snprintf(why, whylen, "drip: cannot be paced by rate or stall too; keep one");
+        return -EINVAL;
+    }
+    return pace_check(&r->pace, r->body_len, max_delay_us, why, whylen);
 }
 
 /* Fills r from one element of "routes". `why` gets "<key>: <reason>" on failure. */
@@ -1359,6 +1403,13 @@ static int validate(struct config *cfg, const struct config_engine *engine,
                                  err, errlen);
     if (rc != 0)
         return rc;
+    for (size_t i = 0; i < cfg->nroutes; i++) {
+        if (cfg->routes[i].pace.read_rate && engine && engine->whole_bodies) {
+            snprintf(err, errlen, "%s: routes[%zu].read-rate: %s", cfg->config_file, i,
+                     engine->whole_bodies);
+            return -EINVAL;
+        }
+    }
     if (cfg->queue && !cfg->workers) {
         snprintf(err, errlen,
                  "queue: needs --workers (the queue is for requests waiting on "

@@ -16,6 +16,7 @@
 
 #include "base/core.h"
 #include "plan/delay.h"
+#include "plan/pace.h"
 #include "base/log.h"
 
 #define CONFIG_HOST_LEN 256
@@ -64,6 +65,7 @@ struct config_route {
     struct delay_spec delay;
     struct delay_drip drip;  /* chunks 0: the body at once */
     enum config_fault fault; /* instead of the answer */
+    struct pace_spec pace;   /* rate, read-rate, reset-after, stall, slow-close (pace.h) */
     unsigned workers;        /* this route's own worker pool; 0: the global --workers */
     unsigned queue;          /* its queue, with workers */
     int has_error_rate;      /* 1: error_rate below, not --error-rate */
@@ -83,11 +85,13 @@ enum config_model {
 /* What the engine a program is built on offers, as far as its options go. The engine fills it
  * in (servers/<engine>/); the config names no engine. */
 struct config_engine {
-    const char *program;     /* "slowsrv-h2o": names the program in messages */
-    const char *description; /* "libh2o engine": on the --help line */
-    unsigned models;         /* CONFIG_MODEL_BIT() of every model it runs */
-    const char *models_name; /* what those models are called: "event loops" */
-    const char *others;      /* who runs the other models: "slowsrv (libmicrohttpd)" */
+    const char *program;      /* "slowsrv-h2o": names the program in messages */
+    const char *description;  /* "libh2o engine": on the --help line */
+    unsigned models;          /* CONFIG_MODEL_BIT() of every model it runs */
+    const char *models_name;  /* what those models are called: "event loops" */
+    const char *others;       /* who runs the other models: "slowsrv (libmicrohttpd)" */
+    const char *whole_bodies; /* non-NULL: its library reads a request body whole before
+                                 slowsrv sees it, so read-rate is refused with this reason */
 };
 
 #define CONFIG_MODEL_BIT(m) (1u << (unsigned)(m))
@@ -203,7 +207,8 @@ void config_cleanup(struct config *cfg);
 struct cJSON;
 
 /* Applies the keys of the JSON object o (those of a config route: method, status, body,
- * headers, delay, drip, fault, workers, queue, error-rate, error-status; "path" only if
+ * headers, delay, drip, fault, rate, read-rate, reset-after, stall, slow-close, workers, queue,
+ * error-rate, error-status; "path" only if
  * `with_path`) onto r, whose strings it may free and replace. Values are checked exactly as in
  * the config file; on failure returns -EINVAL with "<key>: <reason>" in why, and r may hold some
  * keys applied (apply onto a copy to keep the original). The control API's PATCH and the

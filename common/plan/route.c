@@ -112,6 +112,7 @@ static int add_configured(struct route_table *t, const struct config_route *c)
         set_delay(r, &c->delay);
     r->drip = c->drip;
     r->fault = c->fault;
+    r->pace = c->pace;
     r->workers = c->workers;
     r->queue = c->queue;
     r->own_error = c->has_error_rate;
@@ -325,6 +326,7 @@ void route_describe(const struct route *r, struct config_route *out)
     out->delay = r->delay;
     out->drip = r->drip;
     out->fault = r->fault;
+    out->pace = r->pace;
     out->workers = r->workers;
     out->queue = r->queue;
     out->has_error_rate = r->own_error;
@@ -439,6 +441,7 @@ static void plan_error_body(struct plan *out, unsigned status, const char *body,
     out->timing = NULL;
     out->cacheable = 0;
     out->drip = (struct delay_drip){0, 0};
+    out->pace = (struct pace_spec){0};
     out->truncate = 0;
 }
 
@@ -638,6 +641,27 @@ static int apply_overrides(struct route_table *t, const struct route_request *rq
         }
         out->cacheable = 0;
     }
+    static const struct {
+        const char *param, *header;
+        int (*parse)(struct pace_spec *p, const char *s, char *err, size_t errlen);
+    } paces[] = {{"rate", "X-Slowsrv-Rate", pace_rate_parse},
+                 {"read-rate", "X-Slowsrv-Read-Rate", pace_read_rate_parse},
+                 {"reset-after", "X-Slowsrv-Reset-After", pace_reset_parse},
+                 {"stall", "X-Slowsrv-Stall", pace_stall_parse},
+                 {"slow-close", "X-Slowsrv-Slow-Close", pace_slow_close_parse}};
+    for (size_t i = 0; i < sizeof paces / sizeof paces[0]; i++) {
+        if ((got = override_input(rq, paces[i].param, paces[i].header, val, sizeof val, out)) < -1)
+            return -1;
+        if (got < 0)
+            continue;
+        char why[140];
+        if (paces[i].parse(&out->pace, val, why, sizeof why) != 0) {
+            snprintf(msg, sizeof msg, "%s: %s", paces[i].param, why);
+            route_plan_error(out, 400, msg);
+            return -1;
+        }
+        out->cacheable = 0;
+    }
     if ((got = override_input(rq, "fault", "X-Slowsrv-Fault", val, sizeof val, out)) < -1)
         return -1;
     if (got >= 0) {
@@ -653,16 +677,36 @@ static int apply_overrides(struct route_table *t, const struct route_request *rq
 
 /* Checks the plan's drip and fault against its body and turns a fault into the plan's action.
  * Returns 0, or fills a 400 and returns -1. */
-static int apply_shape(struct plan *out, enum config_fault fault)
+static int apply_shape(struct plan *out, enum config_fault fault, uint64_t max_us)
 {
     char msg[160];
     /* Answers that carry no body by definition, whether configured or asked for. */
     if (answer_bodiless(out->status))
         out->body_len = 0;
-    if ((out->drip.chunks || fault != CONFIG_FAULT_NONE) && out->action != PLAN_RESPOND) {
-        route_plan_error(out, 400, "drip, fault: only on routes with a fixed answer (not /write)");
+    int shaped = pace_shapes_body(&out->pace) || out->pace.slow_close_us;
+    if ((out->drip.chunks || fault != CONFIG_FAULT_NONE || shaped) && out->action != PLAN_RESPOND) {
+        route_plan_error(out, 400,
+                         out->drip.chunks || fault != CONFIG_FAULT_NONE
+                             ? "drip, fault: only on routes with a fixed answer (not /write)"
+                             : "rate, reset-after, stall, slow-close: only on routes with a fixed "
+                               "answer (not /write)");
         return -1;
     }
+    if (out->drip.chunks && (out->pace.rate || out->pace.stall)) {
+        route_plan_error(out, 400, "drip: cannot be paced by rate or stall too; keep one");
+        return -1;
+    }
+    if (pace_check(&out->pace, out->body_len, max_us, msg, sizeof msg) != 0) {
+        route_plan_error(out, 400, msg);
+        return -1;
+    }
+    if (out->pace.slow_close_us && out->body_len == 0) {
+        route_plan_error(out, 400, "slow-close: needs a body to hold the end of; add size=");
+        return -1;
+    }
+    /* slow-close: the answer ends its connection (Connection: close), and the close is late. */
+    if (out->pace.slow_close_us)
+        out->close = 1;
     if (out->drip.chunks > out->body_len) {
         snprintf(msg, sizeof msg,
                  "drip: %u chunks need a body of at least %u bytes (this one has %zu); add size=",
@@ -709,10 +753,12 @@ static void plan_defaults(const struct route_table *t, size_t id, struct plan *o
                   : r->kind == ROUTE_STATS   ? PLAN_STATS
                   : r->kind == ROUTE_METRICS ? PLAN_METRICS
                                              : PLAN_RESPOND;
-    out->cacheable = r->kind == ROUTE_STATIC && !r->drip.chunks && r->fault == CONFIG_FAULT_NONE;
+    out->cacheable = r->kind == ROUTE_STATIC && !r->drip.chunks && r->fault == CONFIG_FAULT_NONE &&
+                     !pace_shapes_body(&r->pace) && !r->pace.slow_close_us && !r->pace.read_rate;
     out->delay_us = r->delayed && r->timing[0] ? r->delay.a_us : 0;
     out->timing = r->timing[0] ? r->timing : NULL;
     out->drip = r->drip;
+    out->pace = r->pace;
     out->truncate = 0;
     out->close = 0;
 }
@@ -807,5 +853,20 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
             return;
         }
     }
-    apply_shape(out, fault);
+    if (apply_shape(out, fault, t->max_delay_us) != 0)
+        return;
+    if (out->pace.read_rate && rq->whole_bodies) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "read-rate: %s", rq->whole_bodies);
+        route_plan_error(out, 400, msg);
+        return;
+    }
+    /* A HEAD answer has no body to pace or break: GET's head (its status, its Connection:
+     * close), at once, on both binaries (libmicrohttpd never asks for its body). */
+    if (strcmp(rq->method, "HEAD") == 0) {
+        out->pace.rate = 0;
+        out->pace.reset = 0;
+        out->pace.stall = 0;
+        out->pace.slow_close_us = 0;
+    }
 }

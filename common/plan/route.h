@@ -12,11 +12,12 @@
  * probe, then a walk of the request's own segments. A template is one route: its counters, its
  * draw stream and its name in the reports are the template's, whatever id a request carries.
  *
- * Per-request overrides, unless --no-overrides: query delay=, status=, size=, drip=, fault= and
- * the headers X-Slowsrv-Delay, X-Slowsrv-Status, X-Slowsrv-Drip, X-Slowsrv-Fault (the query
- * wins). A value out of range gets 400 naming the
- * parameter, never a clamp. Draws of the unbounded distributions (normal, log-normal) are
- * truncated at 0 and at --max-delay.
+ * Per-request overrides, unless --no-overrides: query delay=, status=, size=, drip=, fault=,
+ * rate=, read-rate=, reset-after=, stall=, slow-close= and the headers X-Slowsrv-Delay,
+ * X-Slowsrv-Status, X-Slowsrv-Drip, X-Slowsrv-Fault, X-Slowsrv-Rate, X-Slowsrv-Read-Rate,
+ * X-Slowsrv-Reset-After, X-Slowsrv-Stall, X-Slowsrv-Slow-Close (the query wins). A value out of
+ * range gets 400 naming the parameter, never a clamp. Draws of the unbounded distributions (normal,
+ * log-normal) are truncated at 0 and at --max-delay.
  */
 #ifndef SLOWSRV_ROUTE_H
 #define SLOWSRV_ROUTE_H
@@ -27,6 +28,7 @@
 
 #include "plan/config.h"
 #include "plan/delay.h"
+#include "plan/pace.h"
 #include "plan/pathtrie.h"
 #include "http/answer.h"
 #include "http/head.h"
@@ -63,6 +65,7 @@ struct route {
     struct delay_spec delay; /* when delayed */
     struct delay_drip drip;  /* chunks 0: the body at once */
     enum config_fault fault; /* a fault instead of the answer, or none */
+    struct pace_spec pace;   /* rate, read-rate and mid-body faults (pace.h) */
     unsigned workers, queue; /* its own worker pool (service.h), or 0 */
     double error_rate;       /* share answered error_status instead (--error-rate, or its
                                 own "error-rate") */
@@ -142,6 +145,7 @@ struct plan {
     const char *timing;     /* Server-Timing header value, or NULL for none */
     const char *allow;      /* Allow header value for 405, or NULL */
     struct delay_drip drip; /* send the body in drip.chunks pieces over drip.over_us */
+    struct pace_spec pace;  /* its rate, read-rate and mid-body faults (pace.h) */
     int cacheable;          /* 1 if this is the route's default answer: an engine may reuse one
                                prebuilt response per route for it */
     int truncate;           /* announce body_len, send half of it, then close */
@@ -177,12 +181,14 @@ struct route_request {
     size_t target_bytes; /* length of the target as received, when `target` lacks its query */
     int last;            /* close after its answer (the exchange also counts --max-requests on its
                             connection) */
-    const struct head *head; /* the head, checked first (head.h): HTTP/1.x as received, HTTP/2
-                                as decoded; NULL where the engine cannot give it */
-    int h2;                  /* it came over HTTP/2 (no --max-requests, no head of its own) */
-    unsigned refused;        /* the engine found its framing bad below its library (h1frame.h):
-                                refused as a bad head is, with this status */
-    const char *refused_why; /* and this one-line reason */
+    const struct head *head;  /* the head, checked first (head.h): HTTP/1.x as received, HTTP/2
+                                 as decoded; NULL where the engine cannot give it */
+    int h2;                   /* it came over HTTP/2 (no --max-requests, no head of its own) */
+    unsigned refused;         /* the engine found its framing bad below its library (h1frame.h):
+                                 refused as a bad head is, with this status */
+    const char *refused_why;  /* and this one-line reason */
+    const char *whole_bodies; /* non-NULL: the engine's library reads the body whole before the
+                                 core sees it, and read-rate is refused (400) with this reason */
 };
 
 /* Fills *t with the built-in routes (GET /test, POST /write, any method / and /echo,

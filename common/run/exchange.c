@@ -120,6 +120,11 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
     x->begun_us = timer_now_us();
     x->due_us = 0;
     x->sent_us = 0;
+    x->h2 = rq->h2 != 0;
+    x->faulted = 0;
+    x->flush_until_us = 0;
+    x->linger_until_us = 0;
+    x->read_got = 0;
     /* The plan is made by the live table, which stays this request's until exchange_end. */
     x->table = control ? NULL : service_table_acquire(svc, stats_shard_index(sh));
     struct route_request origin;
@@ -405,7 +410,11 @@ enum exchange_do exchange_refuse(struct exchange *x, unsigned status, const char
 
 enum exchange_do exchange_on_body(struct exchange *x, const void *buf, size_t len)
 {
+    /* Cut while its reading was paused (the stop gave up on it): nothing more is read. */
+    if (x->state == EXCHANGE_DECIDED && x->next == EXCHANGE_DO_CLOSE)
+        return EXCHANGE_DO_CLOSE;
     stats_bytes_in(x->shard, len);
+    x->read_got += len;
     if (x->record)
         x->record->bytes_in += len;
     if (x->call) {
@@ -463,6 +472,7 @@ enum exchange_do exchange_next(struct exchange *x)
     case EXCHANGE_HOLDING:
         return EXCHANGE_DO_HOLD;
     case EXCHANGE_WAITING:
+    case EXCHANGE_READ_PAUSED:
         return EXCHANGE_DO_WAIT;
     case EXCHANGE_QUEUED:
         /* Handed back by `admit` (the pool wrote the entry before): its worker, or the stop. */
@@ -582,6 +592,12 @@ enum exchange_do exchange_on_timer(struct exchange *x, int peer_gone, int give_u
             return decide(x, EXCHANGE_DO_CLOSE);
         return EXCHANGE_DO_SEND;
     }
+    if (x->state == EXCHANGE_READ_PAUSED) {
+        /* Its body may be read on; when the server gives up on it, it is cut (its reading
+         * would outlast the stop). */
+        x->state = EXCHANGE_NEW;
+        return give_up ? decide(x, EXCHANGE_DO_CLOSE) : EXCHANGE_DO_READ;
+    }
     stats_wait_end(x->shard, x->plan.stats_id);
     if (peer_gone)
         return decide(x, EXCHANGE_DO_DROP);
@@ -593,7 +609,8 @@ enum exchange_do exchange_on_timer(struct exchange *x, int peer_gone, int give_u
 /* 1 if the plan's body leaves in pieces (?drip=, ?fault=truncate). */
 static int paced(const struct exchange *x)
 {
-    return x->plan.drip.chunks > 0 || x->plan.truncate;
+    return x->plan.drip.chunks > 0 || x->plan.truncate || pace_shapes_body(&x->plan.pace) ||
+           x->plan.pace.slow_close_us;
 }
 
 /* The request no longer needs its worker of --workers: the next queued request gets it. */
@@ -617,6 +634,7 @@ void exchange_answer(struct exchange *x)
     x->answered = x->plan.status;
     x->state = EXCHANGE_ANSWERED;
     x->sent_us = now;
+    pace_start(&x->pace, now);
     if (x->record)
         x->record->answered_us = now;
     stats_observe(x->shard, x->plan.stats_id, STATS_HIST_SERVICE, now - x->begun_us);
@@ -671,7 +689,8 @@ static void answer_plan(const struct plan *p, const char *timing, struct answer 
         answer_add_header(a, p->headers[i].name, p->headers[i].value);
     a->body = p->body;
     a->body_len = p->body_len;
-    a->paced = p->drip.chunks > 0 || p->truncate;
+    a->paced =
+        p->drip.chunks > 0 || p->truncate || pace_shapes_body(&p->pace) || p->pace.slow_close_us;
     a->close = p->close;
     a->cached = -1;
 }
@@ -760,12 +779,69 @@ int exchange_has_answered(const struct exchange *x)
     return x->answered != 0;
 }
 
-enum exchange_body exchange_body_next(const struct exchange *x, uint64_t now_us, uint64_t sent,
+/* How long a reset waits for the bytes before it to leave the socket, and how often it looks. */
+#define FLUSH_WAIT_US (1000 * 1000)
+#define FLUSH_LOOK_US 1000
+
+/* At the reset: RESET once the bytes before it have left the socket (a TCP reset drops what
+ * the socket still holds; an HTTP/2 library may drop DATA it has not written yet when the
+ * stream is reset), else WAIT a little. Over HTTP/2 the library gets one turn first, to write
+ * what it holds of the stream. */
+static enum exchange_body reset_step(struct exchange *x, uint64_t now_us, uint64_t *due_us)
+{
+    if (!x->flush_until_us) {
+        x->flush_until_us = now_us + FLUSH_WAIT_US;
+        if (x->h2) {
+            *due_us = now_us + FLUSH_LOOK_US;
+            return EXCHANGE_BODY_WAIT;
+        }
+    }
+    if (x->conn && now_us < x->flush_until_us && net_unsent(x->conn->fd) > 0) {
+        *due_us = now_us + FLUSH_LOOK_US;
+        return EXCHANGE_BODY_WAIT;
+    }
+    x->faulted = 1;
+    return EXCHANGE_BODY_RESET;
+}
+
+/* The body is out: DONE, after the slow-close's silence if it has one. */
+static enum exchange_body end_step(struct exchange *x, uint64_t now_us, uint64_t *due_us)
+{
+    if (!x->plan.pace.slow_close_us)
+        return EXCHANGE_BODY_DONE;
+    if (!x->linger_until_us) {
+        x->linger_until_us = now_us + x->plan.pace.slow_close_us;
+        x->faulted = 1;
+    }
+    if (now_us >= x->linger_until_us)
+        return EXCHANGE_BODY_DONE;
+    *due_us = x->linger_until_us;
+    return EXCHANGE_BODY_WAIT;
+}
+
+enum exchange_body exchange_body_next(struct exchange *x, uint64_t now_us, uint64_t sent,
                                       size_t *len, uint64_t *due_us)
 {
     const struct plan *p = &x->plan;
     uint64_t total = p->body_len, end = p->truncate ? total / 2 : total;
-    uint64_t n = p->drip.chunks ? p->drip.chunks : 1, over = p->drip.chunks ? p->drip.over_us : 0;
+    int reset = p->pace.reset && p->pace.reset_after < end;
+    if (reset)
+        end = p->pace.reset_after;
+    if (sent >= end)
+        return reset         ? reset_step(x, now_us, due_us)
+               : end < total ? EXCHANGE_BODY_CUT
+                             : end_step(x, now_us, due_us);
+    if (!p->drip.chunks) {
+        uint64_t n;
+        enum pace_step st = pace_next(&p->pace, &x->pace, end, now_us, sent, &n, due_us);
+        if (st == PACE_WAIT && p->pace.stall && sent >= p->pace.stall_at)
+            x->faulted = 1;
+        if (st != PACE_SEND)
+            return EXCHANGE_BODY_WAIT;
+        *len = (size_t)n;
+        return EXCHANGE_BODY_SEND;
+    }
+    uint64_t n = p->drip.chunks, over = p->drip.over_us;
     /* Chunks due by now: chunk k (from 0) leaves at sent_us + over * (k + 1) / n. */
     uint64_t due = n;
     if (over && now_us < x->sent_us + over)
@@ -777,8 +853,6 @@ enum exchange_body exchange_body_next(const struct exchange *x, uint64_t now_us,
         *len = (size_t)(upto - sent);
         return EXCHANGE_BODY_SEND;
     }
-    if (sent >= end)
-        return end < total ? EXCHANGE_BODY_CUT : EXCHANGE_BODY_DONE;
     *due_us = x->sent_us + (over * (due + 1)) / n;
     return EXCHANGE_BODY_WAIT;
 }
@@ -790,10 +864,37 @@ enum exchange_body exchange_body_take(struct exchange *x, uint64_t now_us, uint6
     *bytes = x->plan.body + sent;
     if (b == EXCHANGE_BODY_SEND && *len > max)
         *len = max;
-    if (b == EXCHANGE_BODY_DONE || b == EXCHANGE_BODY_CUT ||
+    if (b == EXCHANGE_BODY_DONE || b == EXCHANGE_BODY_CUT || b == EXCHANGE_BODY_RESET ||
         (b == EXCHANGE_BODY_SEND && sent + *len == x->plan.body_len))
         free_worker(x);
     return b;
+}
+
+uint64_t exchange_slow_close_us(const struct exchange *x)
+{
+    return x->plan.pace.slow_close_us;
+}
+
+uint64_t exchange_read_allowed(struct exchange *x, uint64_t now_us, uint64_t avail,
+                               uint64_t *due_us)
+{
+    /* Once an answer is decided (an upload's error), the rest is read to be dropped. */
+    if (x->state != EXCHANGE_NEW)
+        return avail;
+    return pace_read_allowed(&x->plan.pace, x->begun_us, now_us, x->read_got, avail, due_us);
+}
+
+enum exchange_do exchange_read_pace(struct exchange *x, struct timer_heap *h, uint64_t due_us)
+{
+    x->timer.due_us = due_us;
+    if (h) {
+        timer_heap_cancel(h, &x->timer);
+        if (timer_heap_push(h, &x->timer) != 0)
+            return decide(x, EXCHANGE_DO_CLOSE);
+    }
+    x->state = EXCHANGE_READ_PAUSED;
+    set_waits(x, 1);
+    return EXCHANGE_DO_WAIT;
 }
 
 enum exchange_do exchange_pace(struct exchange *x, struct timer_heap *h, uint64_t due_us)
@@ -840,7 +941,7 @@ void exchange_end(struct exchange *x, struct timer_heap *h)
         if (h)
             timer_heap_cancel(h, &x->timer);
         stats_wait_end(x->shard, x->plan.stats_id);
-    } else if (x->state == EXCHANGE_SENDING && h) {
+    } else if ((x->state == EXCHANGE_SENDING || x->state == EXCHANGE_READ_PAUSED) && h) {
         timer_heap_cancel(h, &x->timer);
     }
     x->state = EXCHANGE_DECIDED;
@@ -858,7 +959,7 @@ void exchange_end(struct exchange *x, struct timer_heap *h)
     /* A request reset by --overflow reset (counted by the pool), or closed, reset or cut short
      * by ?fault=, was not abandoned by its client. */
     int broken = x->plan.action == PLAN_RESET || x->plan.action == PLAN_CLOSE;
-    if (x->plan.truncate || (broken && !x->refused))
+    if (x->plan.truncate || x->faulted || (broken && !x->refused))
         stats_fault(x->shard, x->plan.stats_id);
     else if (!x->answered && !broken)
         stats_cancel(x->shard, x->plan.stats_id);

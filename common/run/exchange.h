@@ -73,6 +73,8 @@ enum exchange_body {
     EXCHANGE_BODY_WAIT,     /* nothing is due yet: queue the next chunk (exchange_pace) */
     EXCHANGE_BODY_DONE,     /* the whole body is out */
     EXCHANGE_BODY_CUT,      /* ?fault=truncate: close the connection here */
+    EXCHANGE_BODY_RESET,    /* reset-after: reset the connection here (HTTP/2: the stream), its
+                               bytes before it sent */
 };
 
 /* Opaque to engines: its fields are the core's (exchange_impl.h). An engine keeps one in its
@@ -181,10 +183,13 @@ void exchange_answer(struct exchange *x);
 int exchange_has_answered(const struct exchange *x);
 
 /* A paced body, of which `sent` bytes went out, at now_us: SEND with *len bytes from the
- * answer's body + sent to send now; WAIT with *due_us when the next chunk is due; DONE; or CUT
- * (truncate: close the connection without the rest). The chunks of a drip go out one every
- * over_us / chunks after the answer was queued, so the last one leaves over_us after it. */
-enum exchange_body exchange_body_next(const struct exchange *x, uint64_t now_us, uint64_t sent,
+ * answer's body + sent to send now; WAIT with *due_us when the next chunk is due; DONE; CUT
+ * (truncate: close the connection without the rest); or RESET (reset-after: once the bytes
+ * before it have left the socket, or a second has passed). The chunks of a drip go out one every
+ * over_us / chunks after the answer was queued, so the last one leaves over_us after it; a rate
+ * and a stall follow pace.h. With slow-close, the last byte is followed by a WAIT of its
+ * duration before DONE. */
+enum exchange_body exchange_body_next(struct exchange *x, uint64_t now_us, uint64_t sent,
                                       size_t *len, uint64_t *due_us);
 
 /* The engine's step through a paced body: exchange_body_next, with at most `max` bytes to SEND,
@@ -194,6 +199,24 @@ enum exchange_body exchange_body_next(const struct exchange *x, uint64_t now_us,
 enum exchange_body exchange_body_take(struct exchange *x, uint64_t now_us, uint64_t sent,
                                       size_t max, const char **bytes, size_t *len,
                                       uint64_t *due_us);
+
+/* The slow-close of x's answer: how long its connection stays open and silent after the last
+ * byte, for an engine whose library cannot hold the end of an answer (exchange_body_take's
+ * last SEND is its last call) and closes the connection itself (loop_linger). 0: none. */
+uint64_t exchange_slow_close_us(const struct exchange *x);
+
+/* read-rate: of `avail` request body bytes at hand at now_us, how many the engine may hand to
+ * exchange_on_body now: all of them without a read-rate. When it is 0, *due_us says when more
+ * may be read: the engine stops reading (its library's buffer fills, and TCP's window pushes
+ * back on the client) and calls exchange_read_pace. */
+uint64_t exchange_read_allowed(struct exchange *x, uint64_t now_us, uint64_t avail,
+                               uint64_t *due_us);
+
+/* After exchange_read_allowed gave 0, with the connection's reading paused: queues x's timer in
+ * heap h for due_us. Returns WAIT (its popped timer then says READ: read on; CLOSE when the
+ * server gives up on it, and exchange_on_body says CLOSE from then on), or CLOSE if the heap is
+ * full. */
+enum exchange_do exchange_read_pace(struct exchange *x, struct timer_heap *h, uint64_t due_us);
 
 /* After a WAIT step of a paced body: queues x's timer in heap h for the next chunk, due at
  * due_us (h NULL: a blocking model sleeps until then and calls exchange_on_timer). Returns WAIT

@@ -8,13 +8,15 @@
 #include "run/exchange.h"
 
 enum exchange_state {
-    EXCHANGE_NEW = 0,  /* planned; the body, if any, is being read */
-    EXCHANGE_HOLDING,  /* told to hold; exchange_hold not called yet */
-    EXCHANGE_WAITING,  /* its timer is queued */
-    EXCHANGE_QUEUED,   /* waiting for a worker of --workers, until handed back */
-    EXCHANGE_DECIDED,  /* `next` says what comes */
-    EXCHANGE_ANSWERED, /* the answer's head is queued */
-    EXCHANGE_SENDING,  /* answered; its timer is queued for the next chunk of a paced body */
+    EXCHANGE_NEW = 0,     /* planned; the body, if any, is being read */
+    EXCHANGE_HOLDING,     /* told to hold; exchange_hold not called yet */
+    EXCHANGE_WAITING,     /* its timer is queued */
+    EXCHANGE_QUEUED,      /* waiting for a worker of --workers, until handed back */
+    EXCHANGE_DECIDED,     /* `next` says what comes */
+    EXCHANGE_ANSWERED,    /* the answer's head is queued */
+    EXCHANGE_SENDING,     /* answered; its timer is queued for the next chunk of a paced body */
+    EXCHANGE_READ_PAUSED, /* its body is read at read-rate: its timer is queued for the next
+                             read */
 };
 
 /* What the access log needs beyond the plan; allocated only while a log is open. */
@@ -54,6 +56,8 @@ struct exchange {
     unsigned char in_inbox;       /* handed back, in its loop's inbox (loop.h); under its lock */
     unsigned char waits;          /* counted as waiting on its connection (conn_wait) */
     unsigned char body_refused;   /* a route that drops its body got more than --max-body */
+    unsigned char h2;             /* it came over HTTP/2 */
+    unsigned char faulted;        /* a mid-body fault struck (reset-after, stall, slow-close) */
     void *owner;                  /* the engine's record (exchange_owner) */
     struct conn *conn;            /* its connection, or NULL */
     void *home;                   /* the loop it was begun on (loop_begin), or NULL */
@@ -72,6 +76,11 @@ struct exchange {
     uint64_t begun_us;              /* when the request came in (timer_now_us clock) */
     uint64_t due_us;                /* when its delay was due, 0 if it had none */
     uint64_t sent_us;               /* when its answer was queued (paced bodies start there) */
+    struct pace_state pace;         /* its paced body's bucket and stall (pace.h) */
+    uint64_t flush_until_us;        /* reset-after: the reset waits for the bytes before it
+                                       to leave until then; 0: not begun */
+    uint64_t linger_until_us;       /* slow-close: the end is held until then; 0: not begun */
+    uint64_t read_got;              /* request body bytes read (read-rate) */
     struct accesslog *access;       /* the table's access log, or NULL */
     struct exchange_record *record; /* only with an access log */
     struct plan plan;

@@ -2,6 +2,8 @@
 #include "run/exchange_impl.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -38,11 +40,14 @@ int loop_init(struct core_loop *l, const struct loop_backend *be, void *ctx, str
     conn_registry_init(&l->conns, svc ? svc->cfg->header_timeout_us : 0,
                        svc ? svc->cfg->idle_timeout_us : 0);
     pthread_mutex_init(&l->inbox_lock, NULL);
+    l->nlinger = 0;
+    l->lingers = NULL;
     if ((l->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
         loop_cleanup(l);
         return -EMFILE;
     }
-    if (timer_heap_init(&l->timers, max_waiting ? max_waiting : 1) != 0) {
+    l->lingers = malloc(LOOP_LINGER_MAX * sizeof *l->lingers);
+    if (!l->lingers || timer_heap_init(&l->timers, max_waiting ? max_waiting : 1) != 0) {
         loop_cleanup(l);
         return -ENOMEM;
     }
@@ -51,6 +56,11 @@ int loop_init(struct core_loop *l, const struct loop_backend *be, void *ctx, str
 
 void loop_cleanup(struct core_loop *l)
 {
+    for (size_t i = 0; l->lingers && i < l->nlinger; i++)
+        close(l->lingers[i].fd);
+    free(l->lingers);
+    l->lingers = NULL;
+    l->nlinger = 0;
     timer_heap_cleanup(&l->timers);
     conn_registry_cleanup(&l->conns);
     pthread_mutex_destroy(&l->inbox_lock);
@@ -135,11 +145,50 @@ uint64_t loop_next_fire_us(struct core_loop *l, uint64_t now)
     return due;
 }
 
+int loop_linger(struct core_loop *l, struct exchange *x, int fd, uint64_t until_us)
+{
+    int rc = -1;
+    pthread_mutex_lock(&l->inbox_lock);
+    if (l->lingers && l->nlinger < LOOP_LINGER_MAX) {
+        int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        if (dup_fd >= 0) {
+            l->lingers[l->nlinger++] = (struct loop_linger){dup_fd, until_us};
+            x->faulted = 1;
+            rc = 0;
+        }
+    }
+    pthread_mutex_unlock(&l->inbox_lock);
+    if (rc == 0)
+        loop_wake(l); /* its wait is sized for the linger */
+    return rc;
+}
+
+uint64_t loop_linger_step(struct core_loop *l, uint64_t now)
+{
+    uint64_t next = 0;
+    pthread_mutex_lock(&l->inbox_lock);
+    for (size_t i = 0; i < l->nlinger;) {
+        if (l->lingers[i].until_us <= now) {
+            close(l->lingers[i].fd);
+            l->lingers[i] = l->lingers[--l->nlinger];
+            continue;
+        }
+        if (!next || l->lingers[i].until_us < next)
+            next = l->lingers[i].until_us;
+        i++;
+    }
+    pthread_mutex_unlock(&l->inbox_lock);
+    return next;
+}
+
 uint64_t loop_wait_us(struct core_loop *l, uint64_t now, uint64_t idle_us)
 {
     uint64_t at = loop_next_fire_us(l, now), sweep = conn_next_sweep(&l->conns);
     if (sweep && (!at || sweep < at))
         at = sweep;
+    uint64_t linger = loop_linger_step(l, now);
+    if (linger && (!at || linger < at))
+        at = linger;
     if (!at)
         return idle_us;
     return at <= now ? 0 : at - now < idle_us ? at - now : idle_us;
@@ -202,6 +251,15 @@ enum exchange_do loop_pace(struct core_loop *l, struct exchange *x, uint64_t due
 {
     lock(l);
     enum exchange_do d = exchange_pace(x, &l->timers, due_us);
+    queued(l, x, d);
+    unlock(l);
+    return d;
+}
+
+enum exchange_do loop_read_pace(struct core_loop *l, struct exchange *x, uint64_t due_us)
+{
+    lock(l);
+    enum exchange_do d = exchange_read_pace(x, &l->timers, due_us);
     queued(l, x, d);
     unlock(l);
     return d;

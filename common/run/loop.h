@@ -89,8 +89,20 @@ struct loop_backend {
     void (*unlock)(void *ctx);
 };
 
+/* Most connections a loop keeps open after their answer for slow-close (loop_linger); more
+ * close as usual. */
+#define LOOP_LINGER_MAX 1024
+
+/* A connection kept open and silent until until_us, through a descriptor of the core's. */
+struct loop_linger {
+    int fd;
+    uint64_t until_us;
+};
+
 struct core_loop {
-    struct timer_heap timers;   /* the requests that wait (delays and paced bodies) */
+    struct timer_heap timers;    /* the requests that wait (delays and paced bodies) */
+    struct loop_linger *lingers; /* LOOP_LINGER_MAX of them, nlinger in use; under inbox_lock */
+    size_t nlinger;
     struct conn_registry conns; /* its connections and their timeouts (conn.h) */
     struct drain drain;         /* its stop */
     struct service *svc;        /* whose pools are flushed on giving up */
@@ -172,6 +184,19 @@ enum exchange_do loop_hold(struct core_loop *l, struct exchange *x);
 
 /* A paced body's next chunk is due at due_us: queues its timer (exchange_pace). */
 enum exchange_do loop_pace(struct core_loop *l, struct exchange *x, uint64_t due_us);
+
+/* read-rate: x's body may be read on at due_us: queues its timer (exchange_read_pace). */
+enum exchange_do loop_read_pace(struct core_loop *l, struct exchange *x, uint64_t due_us);
+
+/* slow-close of x's answer, for an engine whose library closes the connection right after the
+ * answer: a duplicate of socket fd is kept open until until_us, then closed (the FIN leaves
+ * then, once the library has closed its own descriptor without shutdown(2)). Counted as x's
+ * fault. Returns 0, or -1 if it cannot be kept (LOOP_LINGER_MAX, no descriptor): the connection
+ * closes as usual. Any thread. */
+int loop_linger(struct core_loop *l, struct exchange *x, int fd, uint64_t until_us);
+
+/* Closes the lingering connections due by now. Returns when the next one is due, 0: none. */
+uint64_t loop_linger_step(struct core_loop *l, uint64_t now);
 
 /* The request is over: out of the heap, out of the inbox (exchange_end), no longer counted. */
 void loop_end(struct core_loop *l, struct exchange *x);

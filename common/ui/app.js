@@ -172,6 +172,12 @@ function trackOvershoot(s, t) {
     [[0, "-5 min"], [0.5, "-2.5 min"], [1, "now"]], [[0, "0"], [1, fmtMs(top)]]);
 }
 
+// A route's bandwidth and mid-body faults, as its config gives them ("rate 1M · stall 64K,5000ms").
+const PACE_KEYS = ["rate", "read-rate", "reset-after", "stall", "slow-close"];
+function pace(r) {
+  return PACE_KEYS.filter((k) => r[k]).map((k) => k + " " + r[k]).join(" · ");
+}
+
 function config(s) {
   const c = s.config || {};
   $("cfgline").textContent = "seed " + c.seed + (c.seed_given ? " (--seed)" : " (random: give --seed to repeat a run)") +
@@ -183,7 +189,7 @@ function config(s) {
     const tr = el("tr");
     tr.append(el("td", r.path, "path"), el("td", r.method), el("td", r.delay || "none"),
       el("td", r.status), el("td", r["error-rate"] ? r["error-rate"] + " → " + r["error-status"] : "0"),
-      el("td", r.drip || ""), el("td", r.fault || ""),
+      el("td", r.drip || ""), el("td", r.fault || ""), el("td", pace(r), "pace"),
       el("td", r.workers ? r.workers + " workers, queue " + r.queue : ""));
     body.append(tr);
   }
@@ -226,6 +232,8 @@ async function apply() {
   if (d) patch.delay = d;
   if (st) patch.status = Number(st);
   if (er) patch["error-rate"] = Number(er);
+  const rt = $("c-rate").value.trim();
+  if (rt) patch.rate = rt;
   const out = $("c-result");
   if (!Object.keys(patch).length) { out.textContent = "nothing to change"; out.className = "err"; return; }
   const headers = { "Content-Type": "application/json" };

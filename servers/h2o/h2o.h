@@ -46,6 +46,12 @@ struct h2s_request {
 /* How often a connection whose reading paused for what it owes is looked at again. */
 #define H2S_WAIT_MS 10
 
+/* Why slowsrv-h2o refuses read-rate (doc/engines.md): libh2o 2.2.5 reads a request body whole
+ * before its handler runs, and over HTTP/2 it opens the flow-control windows itself. */
+#define H2S_WHOLE_BODIES                                                                           \
+    "slowsrv-h2o cannot read a body slowly (libh2o 2.2.5 reads it whole before slowsrv sees the "  \
+    "request); use slowsrv"
+
 /* An HTTP/2 connection's budget and filter (budget.c), made when it turns HTTP/2. */
 struct h2s_h2 {
     struct h2budget budget;

@@ -68,9 +68,21 @@ static void send_paced(struct h2s_request *r)
         buf = h2o_iovec_init(bytes, len);
         r->sent += len;
         r->sending = 1;
+        r->head_sent = 1; /* with these bytes */
+        /* A slow-close holds the end of the answer (its last step is a WAIT, then DONE). */
         h2o_send(r->req, &buf, 1,
-                 r->sent == r->req->res.content_length ? H2O_SEND_STATE_FINAL
-                                                       : H2O_SEND_STATE_IN_PROGRESS);
+                 r->sent == r->req->res.content_length && !exchange_slow_close_us(r->x)
+                     ? H2O_SEND_STATE_FINAL
+                     : H2O_SEND_STATE_IN_PROGRESS);
+        return;
+    case EXCHANGE_BODY_RESET:
+        /* HTTP/1: a TCP reset, the bytes before it sent; HTTP/2: the stream's RST_STREAM. */
+        if (r->req->version < 0x200) {
+            h2o_socket_t *sock = socket_of(r->req);
+            if (sock)
+                net_reset(h2o_socket_get_fd(sock));
+        }
+        h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
         return;
     case EXCHANGE_BODY_DONE:
         h2o_send(r->req, NULL, 0, H2O_SEND_STATE_FINAL);
@@ -346,6 +358,7 @@ static int begin_request(struct h2s_loop *loop, h2o_req_t *req)
                                .raw_target = req->path.base,
                                .raw_target_len = req->path.len,
                                .lookup = on_lookup,
+                               .whole_bodies = H2S_WHOLE_BODIES,
                                .ctx = req,
                                .peer = plen ? (struct sockaddr *)&peer : NULL,
                                .header_bytes = header_bytes(req),

@@ -269,6 +269,7 @@ const struct mhd_backend mhd_backend_epoll = {
     .open = loop_epoll_init,
     .hold = mhd_loop_hold,
     .pace = mhd_loop_pace,
+    .read_pace = mhd_loop_read_pace,
     .conn = conn_epoll,
     .place = place,
 };

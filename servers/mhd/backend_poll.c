@@ -53,4 +53,5 @@ const struct mhd_backend mhd_backend_poll = {
     .open = mhd_open_accepting,
     .hold = mhd_loop_hold,
     .pace = mhd_loop_pace,
+    .read_pace = mhd_loop_read_pace,
 };

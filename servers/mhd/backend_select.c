@@ -111,4 +111,5 @@ const struct mhd_backend mhd_backend_select = {
     .open = mhd_open_daemon,
     .hold = mhd_loop_hold,
     .pace = mhd_loop_pace,
+    .read_pace = mhd_loop_read_pace,
 };

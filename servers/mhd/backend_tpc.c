@@ -76,6 +76,15 @@ static int pace(struct request *rq, uint64_t due_us, uint64_t now_us)
     return 1;
 }
 
+/* read-rate: the connection's thread sleeps until more of the body may be read. Returns 1: read
+ * again. */
+static int read_pace(struct request *rq, uint64_t due_us, uint64_t now_us)
+{
+    exchange_read_pace(rq->x, NULL, due_us);
+    exchange_on_timer(rq->x, 0, tpc_sleep(rq->shard->loop->srv, due_us - now_us));
+    return 1;
+}
+
 /* On giving up, parked threads were handed back first (service_flush: they wait for that
  * alone); now sleepers are cut. Both answer "server stopping". */
 static void give_up(void *ctx)
@@ -123,4 +132,5 @@ const struct mhd_backend mhd_backend_tpc = {
     .open = mhd_open_accepting,
     .hold = hold,
     .pace = pace,
+    .read_pace = read_pace,
 };

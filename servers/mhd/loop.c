@@ -72,6 +72,19 @@ int mhd_loop_pace(struct request *rq, uint64_t due_us, uint64_t now_us)
     return 0;
 }
 
+/* read-rate: between reads the connection is suspended (libmicrohttpd reads nothing from its
+ * socket then, so TCP's window pushes back on the client) and its timer queued. */
+int mhd_loop_read_pace(struct request *rq, uint64_t due_us, uint64_t now_us)
+{
+    (void)now_us;
+    MHD_suspend_connection(rq->conn);
+    if (loop_read_pace(&rq->shard->loop->core, rq->x, due_us) != EXCHANGE_DO_WAIT) {
+        mhd_resume(rq);
+        return 1;
+    }
+    return 0;
+}
+
 /* Let MHD answer what was just resumed before waiting again. */
 void mhd_fired(void *ctx)
 {

@@ -62,6 +62,7 @@ struct request {
     size_t raw_len;          /* its length */
     const char *uri_at;      /* where libmicrohttpd's read buffer holds the target (mhd_on_uri) */
     int target_nul;          /* a NUL byte in the target cut libmicrohttpd's string short */
+    uint64_t body_len;       /* a paced answer's body length */
     char path[64]; /* the target's path, when it fits: a request libmicrohttpd answers itself
                       is counted under its route (mhd_on_completed) */
 };
@@ -149,6 +150,9 @@ struct mhd_backend {
     /* A paced body has nothing due before due_us: returns 0 if the connection was suspended
      * until then, 1 once the wait is over (the reader asks again). */
     int (*pace)(struct request *rq, uint64_t due_us, uint64_t now_us);
+    /* read-rate: no more of the request body may be read before due_us: returns 0 if the
+     * connection was suspended until then, 1 once the wait is over (read again). */
+    int (*read_pace)(struct request *rq, uint64_t due_us, uint64_t now_us);
     /* A connection opened (open 1) or is closing (0). NULL: nothing to do. */
     void (*conn)(struct mhd_conn *w, int open);
     /* The daemon a new connection goes to. NULL: the loop's one. */
@@ -209,6 +213,11 @@ int mhd_watch_init(void);
 /* Watches w's socket fd from its first byte (on), or no longer (off: before it is freed). */
 void mhd_watch(struct mhd_conn *w, int fd, int on);
 
+/* Marks the connection on fd as lingering (slow-close: the core holds a descriptor of its
+ * socket, loop_linger): libmicrohttpd's shutdown(2) of it is skipped, so that its close sends no
+ * FIN. A new connection on fd clears the mark (mhd_watch). */
+void mhd_watch_linger(int fd, int on);
+
 /* request.c */
 /* Answers w's request that h1frame refused (status, why) with the core's answer, written to fd
  * (through the GnuTLS session over TLS, NULL otherwise) around libmicrohttpd: the request under way
@@ -226,6 +235,7 @@ void mhd_admit(void *ctx, struct exchange *x);
 /* The event-loop models' hold and pace (struct mhd_backend). */
 enum MHD_Result mhd_loop_hold(struct request *rq, mhd_act_fn act);
 int mhd_loop_pace(struct request *rq, uint64_t due_us, uint64_t now_us);
+int mhd_loop_read_pace(struct request *rq, uint64_t due_us, uint64_t now_us);
 /* The core loop's fired: runs the shards that are due. */
 void mhd_fired(void *ctx);
 /* Runs the shards that are due (or all of them), and notes when each asks to run next. */

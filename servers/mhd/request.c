@@ -83,8 +83,22 @@ static enum MHD_Result reset(struct request *rq)
     return MHD_NO;
 }
 
-/* Content reader of a paced body (?drip=, ?fault=truncate). Between chunks the backend waits
- * until the next is due (pace). */
+/* slow-close: libmicrohttpd closes the connection right after an answer's last byte (it
+ * carries Connection: close), and asks for no more of a body of known length, so it cannot hold
+ * the end. The core keeps a second descriptor of the socket open until the silence is over
+ * (loop_linger), and libmicrohttpd's shutdown of it is skipped (watch.c): its close then sends
+ * nothing, and the FIN leaves when the core closes its descriptor. */
+static void linger(struct request *rq, uint64_t now)
+{
+    uint64_t us = exchange_slow_close_us(rq->x);
+    const union MHD_ConnectionInfo *ci =
+        us ? MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
+    if (ci && loop_linger(&rq->shard->loop->core, rq->x, ci->connect_fd, now + us) == 0)
+        mhd_watch_linger(ci->connect_fd, 1);
+}
+
+/* Content reader of a paced body (?drip=, ?fault=truncate, rate, reset-after, stall,
+ * slow-close). Between chunks the backend waits until the next is due (pace). */
 static ssize_t read_paced(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct request *rq = cls;
@@ -99,7 +113,12 @@ static ssize_t read_paced(void *cls, uint64_t pos, char *buf, size_t max)
         switch (exchange_body_take(rq->x, now, pos, max, &bytes, &len, &due)) {
         case EXCHANGE_BODY_SEND:
             memcpy(buf, bytes, len);
+            if (pos + len == rq->body_len)
+                linger(rq, now);
             return (ssize_t)len;
+        case EXCHANGE_BODY_RESET:
+            reset(rq);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
         case EXCHANGE_BODY_DONE:
             return MHD_CONTENT_READER_END_OF_STREAM;
         case EXCHANGE_BODY_CUT:
@@ -122,6 +141,7 @@ static enum MHD_Result respond(struct request *rq)
     struct MHD_Response *resp = a.cached >= 0 ? cached(loop->srv, loop, (size_t)a.cached) : NULL;
     int fresh = resp == NULL;
     if (a.paced) {
+        rq->body_len = a.body_len;
         resp = MHD_create_response_from_callback(a.body_len, 16 * 1024, read_paced, rq, NULL);
         if (resp)
             add_headers(resp, &a);
@@ -332,12 +352,32 @@ enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const cha
         return act(rq, d);
     }
     if (*upload_data_size) {
-        size_t n = *upload_data_size;
-        *upload_data_size = 0;
-        enum exchange_do d = exchange_on_body(rq->x, upload_data, n);
-        if (d == EXCHANGE_DO_ANSWER && answer_early(rq) != 0)
-            return MHD_NO;
-        return d == EXCHANGE_DO_CLOSE ? MHD_NO : MHD_YES;
+        /* read-rate: what is not taken yet stays in libmicrohttpd's buffer, which then reads
+         * nothing more from the socket; the connection is suspended until more may be taken
+         * (libmicrohttpd hands the rest over again once it is resumed). */
+        const struct mhd_backend *backend = loop->srv->backend;
+        const char *at = upload_data;
+        size_t left = *upload_data_size;
+        while (left) {
+            uint64_t due, now = timer_now_us();
+            size_t n = (size_t)exchange_read_allowed(rq->x, now, left, &due);
+            if (n == 0) {
+                if (!backend->read_pace(rq, due, now)) {
+                    *upload_data_size = left;
+                    return MHD_YES;
+                }
+                continue;
+            }
+            left -= n;
+            *upload_data_size = left;
+            enum exchange_do d = exchange_on_body(rq->x, at, n);
+            at += n;
+            if (d == EXCHANGE_DO_ANSWER && answer_early(rq) != 0)
+                return MHD_NO;
+            if (d == EXCHANGE_DO_CLOSE)
+                return MHD_NO;
+        }
+        return MHD_YES;
     }
     /* An answer written around libmicrohttpd: the rest of the body was dropped, and the
      * connection closes. */

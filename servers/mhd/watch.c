@@ -30,8 +30,9 @@ int shutdown(int fd, int how);
 #define SHUTDOWN_READ 0 /* SHUT_RD */
 
 static _Atomic(struct mhd_conn *) *watched;
+static atomic_uchar *lingering; /* by descriptor: mhd_watch_linger */
 static size_t nwatched;
-static _Atomic(void *) real_recv, real_tls_recv;
+static _Atomic(void *) real_recv, real_tls_recv, real_shutdown, real_tls_bye;
 
 /* The watched connection on descriptor fd, or NULL. */
 static struct mhd_conn *watched_on(int fd)
@@ -86,8 +87,14 @@ int mhd_watch_init(void)
                    : 65536;
     /* Zeroed pages: a table for a million descriptors costs memory only where it is used. */
     watched = calloc(n, sizeof *watched);
-    if (!watched)
+    lingering = calloc(n, sizeof *lingering);
+    if (!watched || !lingering) {
+        free(watched);
+        free(lingering);
+        watched = NULL;
+        lingering = NULL;
         return -1;
+    }
     nwatched = n;
     return 0;
 }
@@ -100,7 +107,41 @@ void mhd_watch(struct mhd_conn *w, int fd, int on)
         h1frame_init_stream(&w->h1, (size_t)w->shard->loop->srv->cfg->max_header_size);
         w->tls = mhd_shard_tls(w->shard);
     }
+    if (on)
+        atomic_store_explicit(&lingering[fd], 0, memory_order_relaxed);
     atomic_store_explicit(&watched[fd], on ? w : NULL, memory_order_release);
+}
+
+void mhd_watch_linger(int fd, int on)
+{
+    if (lingering && fd >= 0 && (size_t)fd < nwatched)
+        atomic_store_explicit(&lingering[fd], (unsigned char)on, memory_order_release);
+}
+
+/* 1 if the connection on fd lingers (mhd_watch_linger). */
+static int lingers(int fd)
+{
+    return lingering && fd >= 0 && (size_t)fd < nwatched &&
+           atomic_load_explicit(&lingering[fd], memory_order_acquire);
+}
+
+/* Over TLS libmicrohttpd ends the session (close_notify) before it closes: a lingering one
+ * stays silent, as its socket does. */
+int gnutls_bye(gnutls_session_t session, gnutls_close_request_t how)
+{
+    int (*real)(gnutls_session_t, gnutls_close_request_t) =
+        (int (*)(gnutls_session_t, gnutls_close_request_t))app_library_fn(&real_tls_bye,
+                                                                          "gnutls_bye");
+    int fd = -1, send_fd;
+    gnutls_transport_get_int2(session, &fd, &send_fd);
+    return lingers(fd) ? GNUTLS_E_SUCCESS : real(session, how);
+}
+
+/* libmicrohttpd shuts a connection down before closing it; a lingering one is left open. */
+int shutdown(int fd, int how)
+{
+    int (*real)(int, int) = (int (*)(int, int))app_library_fn(&real_shutdown, "shutdown");
+    return lingers(fd) ? 0 : real(fd, how);
 }
 
 ssize_t recv(int fd, void *buf, size_t len, int flags)

@@ -273,6 +273,8 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
     r->body_len += n;
     if (n && !r->body_writes++)
         r->first_body_at = now_seconds() - r->started;
+    if (n)
+        r->last_body_at = now_seconds() - r->started;
     return n;
 }
 

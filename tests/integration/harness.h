@@ -46,6 +46,7 @@ struct reply {
     double seconds;       /* total time */
     double started;       /* now_seconds() when the request was made */
     double first_body_at; /* seconds from the start to the first body byte, 0 if none came */
+    double last_body_at;  /* seconds from the start to the last body byte, 0 if none came */
     double head_at;       /* seconds from the start to the first byte of the answer's head */
     unsigned body_writes; /* pieces in which libcurl handed the body over */
 };

@@ -103,6 +103,7 @@ extern const struct itest_suite itest_suite_lifecycle; /* lifecycle.c */
 extern const struct itest_suite itest_suite_soak;      /* soak.c */
 extern const struct itest_suite itest_suite_control;   /* control.c */
 extern const struct itest_suite itest_suite_templates; /* templates.c */
+extern const struct itest_suite itest_suite_pacing;    /* pacing.c */
 
 /* Starts env->bin with the given arguments into the struct server *s, or fails the case and
  * returns from it (a case function only). */

@@ -225,6 +225,7 @@ def live_page(b, binary, shot):
         # The form changes /test's delay through the control API, from the page's origin.
         b.eval("document.getElementById('c-route').value = '/test';"
                "document.getElementById('c-delay').value = '75ms';"
+               "document.getElementById('c-rate').value = '1M,burst=64K';"
                "document.getElementById('c-token').value = 'ui-t0ken';"
                "document.getElementById('c-apply').click(); true")
         said = b.wait_for("(() => { const t = document.getElementById('c-result').textContent;"
@@ -233,11 +234,16 @@ def live_page(b, binary, shot):
         st = get_json(port, "/stats")
         test = [r for r in st["config"]["routes"] if r["path"] == "/test"]
         check(test and test[0]["delay"] == "75ms", "/stats does not show the new delay: " + json.dumps(test))
+        check(test and test[0].get("rate") == "1M,burst=64K", "/stats does not show the new rate: " + json.dumps(test))
+        shown = b.wait_for("(() => { const td = document.querySelector('#config tbody td.pace');"
+                           " return td && td.textContent.includes('rate') ? td.textContent : ''; })()", 5)
+        check(shown == "rate 1M,burst=64K", "the configuration table shows the rate as: " + str(shown))
         check(st["control"]["changes"] == 1, "/stats counts %s changes, want 1" % st["control"]["changes"])
         errs = b.errors()
         check(not errs, "the page raised errors: " + "; ".join(errs)[:500])
         # A wrong token from the page changes nothing and says why (the browser logs the 401).
         b.eval("document.getElementById('c-delay').value = '5s';"
+               "document.getElementById('c-rate').value = '';"
                "document.getElementById('c-token').value = 'nope';"
                "document.getElementById('c-result').textContent = '';"
                "document.getElementById('c-apply').click(); true")

@@ -8,15 +8,20 @@
 
 #include "plan/config.h"
 
+#define H2O_WHOLE_BODIES "slowsrv-h2o reads a request body whole before it answers; use slowsrv"
+
 static const struct config_engine all_models = {
-    "slowsrv", "libmicrohttpd engine",
+    "slowsrv",
+    "libmicrohttpd engine",
     CONFIG_MODEL_BIT(CONFIG_MODEL_EPOLL) | CONFIG_MODEL_BIT(CONFIG_MODEL_POLL) |
         CONFIG_MODEL_BIT(CONFIG_MODEL_SELECT) |
         CONFIG_MODEL_BIT(CONFIG_MODEL_THREAD_PER_CONNECTION),
-    "every model", "no other engine"};
+    "every model",
+    "no other engine",
+    NULL};
 
-static const struct config_engine loops_only = {"slowsrv-h2o", "libh2o engine",
-                                                CONFIG_MODEL_BIT(CONFIG_MODEL_EPOLL), "event loops",
-                                                "slowsrv (libmicrohttpd)"};
+static const struct config_engine loops_only = {
+    "slowsrv-h2o", "libh2o engine",           CONFIG_MODEL_BIT(CONFIG_MODEL_EPOLL),
+    "event loops", "slowsrv (libmicrohttpd)", H2O_WHOLE_BODIES};
 
 #endif

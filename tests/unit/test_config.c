@@ -251,6 +251,62 @@ static void config_reads_routes_from_the_file(void)
     unlink(path);
 }
 
+/* The bandwidth and mid-body fault keys: strings or numbers, null to lift them; a route with
+ * read-rate is refused by an engine whose library reads bodies whole. */
+static void config_routes_take_the_pace_keys(void)
+{
+    struct config cfg;
+    char err[CORE_ERR_LEN] = "";
+    const char *path = write_tmp(
+        "{\"routes\": [{\"path\": \"/p\", \"body\": \"0123456789\", \"rate\": \"1M,burst=64Ki\","
+        " \"read-rate\": 256000, \"reset-after\": \"8\", \"stall\": \"4,1s\","
+        " \"slow-close\": 250}, {\"path\": \"/q\", \"rate\": null}]}");
+    const char *args[] = {"--config", path, NULL};
+    CHECK_INT(load(&cfg, args, NULL, err), 0);
+    CHECK_STR(err, "");
+    const struct pace_spec *p = &cfg.routes[0].pace;
+    CHECK_U64(p->rate, 1000000);
+    CHECK_U64(p->burst, 65536);
+    CHECK_U64(p->read_rate, 256000);
+    CHECK_INT(p->reset, 1);
+    CHECK_U64(p->reset_after, 8);
+    CHECK_U64(p->stall_at, 4);
+    CHECK_U64(p->stall_us, 1000000);
+    CHECK_U64(p->slow_close_us, 250000);
+    CHECK_U64(cfg.routes[1].pace.rate, 0);
+    config_cleanup(&cfg);
+    /* slowsrv-h2o refuses read-rate before anything is bound. */
+    char *argv[] = {(char *)(uintptr_t) "slowsrv-h2o", (char *)(uintptr_t) "--config",
+                    (char *)(uintptr_t)path, NULL};
+    enum config_action action;
+    CHECK_INT(config_load(&cfg, &loops_only, 3, argv, NULL, 1, &action, err, sizeof err), -EINVAL);
+    CHECK(strstr(err, "routes[0].read-rate: slowsrv-h2o reads a request body whole") != NULL);
+    config_cleanup(&cfg);
+    unlink(path);
+    static const struct {
+        const char *text, *err;
+    } bad[] = {
+        {"{\"routes\": [{\"path\": \"/a\", \"rate\": true}]}",
+         "routes[0].rate: must be a string such as \"1M\", or \"none\""},
+        {"{\"routes\": [{\"path\": \"/a\", \"body\": \"abc\", \"reset-after\": 3}]}",
+         "routes[0].reset-after: 3 bytes is not inside the body of 3 bytes; add size="},
+        {"{\"routes\": [{\"path\": \"/a\", \"body\": \"abc\", \"drip\": \"3,1s\", \"stall\": "
+         "\"1,1s\"}]}",
+         "routes[0].drip: cannot be paced by rate or stall too; keep one"},
+        {"{\"routes\": [{\"path\": \"/a\", \"body\": \"abc\", \"slow-close\": \"2m\"}]}",
+         "routes[0].slow-close: 120000 ms is over --max-delay 60000 ms"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        path = write_tmp(bad[i].text);
+        args[1] = path;
+        CHECK_INT(load(&cfg, args, NULL, err), -EINVAL);
+        if (!strstr(err, bad[i].err))
+            CHECK_FAIL_("got '%s', want '%s' in it", err, bad[i].err);
+        config_cleanup(&cfg);
+        unlink(path);
+    }
+}
+
 static void config_route_errors_name_the_entry(void)
 {
     static const struct {
@@ -622,6 +678,7 @@ int main(void)
     config_files_have_a_ceiling_and_must_be_readable();
     config_fuzz_findings_stay_fixed();
     config_reads_routes_from_the_file();
+    config_routes_take_the_pace_keys();
     config_route_errors_name_the_entry();
     config_load_shaping_options();
     config_defaults_match_the_contract();

@@ -31,6 +31,13 @@ static void scenario_check_names_the_bad_key(void)
          "\"10s\"}}}]",
          ""},
         {"[{\"at\": \"1s\", \"restore\": true}]", ""},
+        {"[{\"at\": \"1s\", \"routes\": {\"/test\": {\"rate\": \"100K,burst=1K\", \"stall\": "
+         "\"1,1s\", \"slow-close\": \"1s\"}}}]",
+         ""},
+        {"[{\"at\": \"1s\", \"routes\": {\"/test\": {\"rate\": \"fast\"}}}]",
+         "s.json: scenario[0].routes./test.rate: bad byte count 'fast'"},
+        {"[{\"at\": \"1s\", \"routes\": {\"/test\": {\"reset-after\": \"2\"}}}]",
+         "s.json: scenario[0].routes./test.reset-after: 2 bytes is not inside the body of 2 bytes"},
         {"[{\"routes\": {}}]", "s.json: scenario[0].at: missing"},
         {"[{\"at\": \"5s\"}, {\"at\": \"1s\"}]",
          "s.json: scenario[1].at: phases must be in order of \"at\""},
