@@ -537,9 +537,10 @@ static const char *filler(struct route_table *t)
     if (!mine)
         return NULL;
     char *expected = NULL;
-    t->filler->span = span; /* every map of one table is the same size */
-    if (atomic_compare_exchange_strong(&t->filler->bytes, &expected, mine))
+    if (atomic_compare_exchange_strong(&t->filler->bytes, &expected, mine)) {
+        t->filler->span = span; /* read only by route_table_cleanup, once every thread is done */
         return mine;
+    }
     munmap(mine, span);
     return expected;
 }
