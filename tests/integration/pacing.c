@@ -288,22 +288,21 @@ static void read_rate_holds_within_2pct_over_10s(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
-/* A 64 MiB upload read at 10 MB/s keeps the server under 32 MiB of RSS: what it holds is one
- * read buffer of libmicrohttpd's and the socket's, whatever the size (a 1 GiB upload, 107 s,
- * is the same bound: doc/limits.md). */
+/* A 1 GiB upload read at 10 MB/s (107 s) keeps the server under 32 MiB of RSS: what it holds
+ * is one read buffer of libmicrohttpd's and the socket's, whatever the size. */
 static void read_rate_upload_memory_stays_flat(const struct itest_env *env)
 {
     struct server s;
-    START(env, &s, "--delay", "0");
-    struct timed q = {.t = {s.port, 0, CURL_HTTP_VERSION_1_1, 60000},
+    START(env, &s, "--delay", "0", "--max-body", "2G"); /* the form is a little over 1 GiB */
+    struct timed q = {.t = {s.port, 0, CURL_HTTP_VERSION_1_1, 150000},
                       .path = "/write?read-rate=10M",
-                      .part = {"data", "d.bin", NULL, 64u << 20}};
+                      .part = {"data", "d.bin", NULL, 1u << 30}};
     pthread_t th;
     pthread_create(&th, NULL, run_timed, &q);
     pthread_join(th, NULL);
     CHECK_INT(q.r.status, 200);
-    CHECK_STR(q.r.body, "67108864");
-    within_2pct("64 MiB at read-rate=10M", q.r.seconds, 67108864.0 / 10e6 - 0.01);
+    CHECK_STR(q.r.body, "1073741824");
+    within_2pct("1 GiB at read-rate=10M", q.r.seconds, 1073741824.0 / 10e6 - 0.01);
     long hwm = proc_status_kb(s.pid, "VmHWM");
 #ifndef SLOWSRV_SANITIZED
     if (hwm > 32 * 1024)
@@ -311,7 +310,7 @@ static void read_rate_upload_memory_stays_flat(const struct itest_env *env)
     else
         check_passed++;
 #endif
-    fprintf(stderr, "64 MiB at read-rate=10M: %.2f s, VmHWM %ld KiB\n", q.r.seconds, hwm);
+    fprintf(stderr, "1 GiB at read-rate=10M: %.2f s, VmHWM %ld KiB\n", q.r.seconds, hwm);
     stop_expect_clean(&s);
 }
 
