@@ -1089,6 +1089,10 @@ int config_route_check(const struct config_route *r, uint64_t max_delay_us, char
                      a, b);
             return -EINVAL;
         }
+        if (r->status == 204 || r->status == 304) {
+            snprintf(why, whylen, "stream: needs a status with a body, not %u", r->status);
+            return -EINVAL;
+        }
         if (r->drip.chunks || r->fault == CONFIG_FAULT_TRUNCATE || pace_shapes_body(&r->pace) ||
             r->pace.slow_close_us) {
             snprintf(why, whylen,

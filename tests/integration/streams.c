@@ -257,6 +257,11 @@ static void stream_bad_values_get_json_400(const struct itest_env *env)
     const char *args[] = {"--check-config", cfg, NULL};
     CHECK_INT(run_to_exit(env->bin, args, NULL, out, sizeof out, err, sizeof err), 2);
     CHECK(strstr(err, "stream: gap: ") != NULL);
+    cfg = write_file(env, "bad204.json",
+                     "{\"routes\": [{\"path\": \"/e\", \"status\": 204, \"stream\": \"sse\"}]}");
+    const char *args204[] = {"--check-config", cfg, NULL};
+    CHECK_INT(run_to_exit(env->bin, args204, NULL, out, sizeof out, err, sizeof err), 2);
+    CHECK(strstr(err, "stream: needs a status with a body, not 204") != NULL);
     stop_expect_clean(&s);
 }
 
