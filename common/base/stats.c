@@ -884,18 +884,32 @@ static void label(char *out, size_t len, const char *s)
     out[n] = '\0';
 }
 
-/* One Prometheus counter with a sample per route. */
-static void put_route_counter(struct text *t, const struct stats *st, const char *const *names,
-                              size_t nroutes, const char *metric, const char *help, size_t field)
+/* 1 if route r has begun an event stream: the stream series are written for those routes only,
+ * so that /metrics stays its size where no stream is served. */
+static int has_streams(const struct stats *st, size_t r)
+{
+    return route_sum(st, r, offsetof(struct route_counters, stream_begun)) != 0;
+}
+
+/* One Prometheus counter with a sample per route (`streams`: per route that has streams). */
+static void put_route_counter_of(struct text *t, const struct stats *st, const char *const *names,
+                                 size_t nroutes, const char *metric, const char *help, size_t field,
+                                 int streams)
 {
     put(t, "# HELP %s %s\n# TYPE %s counter\n", metric, help, metric);
     for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
         char l[256];
-        if (!names[r])
+        if (!names[r] || (streams && !has_streams(st, r)))
             continue;
         label(l, sizeof l, names[r]);
         put(t, "%s{route=\"%s\"} %llu\n", metric, l, (unsigned long long)route_sum(st, r, field));
     }
+}
+
+static void put_route_counter(struct text *t, const struct stats *st, const char *const *names,
+                              size_t nroutes, const char *metric, const char *help, size_t field)
+{
+    put_route_counter_of(t, st, names, nroutes, metric, help, field, 0);
 }
 
 char *stats_to_prometheus(const struct stats *st, const char *const *names, size_t nroutes,
@@ -1023,24 +1037,25 @@ char *stats_to_prometheus(const struct stats *st, const char *const *names, size
     put_route_counter(&t, st, names, nroutes, "slowsrv_faults_total",
                       "Requests answered with an injected fault (?fault=).",
                       offsetof(struct route_counters, faults));
-    put_route_counter(&t, st, names, nroutes, "slowsrv_streams_total",
-                      "Event streams begun (?stream=).",
-                      offsetof(struct route_counters, stream_begun));
-    put_route_counter(&t, st, names, nroutes, "slowsrv_streams_ended_total",
-                      "Event streams ended (begun less ended: open now).",
-                      offsetof(struct route_counters, stream_ended));
-    put_route_counter(&t, st, names, nroutes, "slowsrv_streams_cut_total",
-                      "Event streams ended before their last event (the client left).",
-                      offsetof(struct route_counters, stream_cut));
-    put_route_counter(&t, st, names, nroutes, "slowsrv_stream_events_total",
-                      "Events sent on event streams.", offsetof(struct route_counters, events));
+    put_route_counter_of(&t, st, names, nroutes, "slowsrv_streams_total",
+                         "Event streams begun (?stream=).",
+                         offsetof(struct route_counters, stream_begun), 1);
+    put_route_counter_of(&t, st, names, nroutes, "slowsrv_streams_ended_total",
+                         "Event streams ended (begun less ended: open now).",
+                         offsetof(struct route_counters, stream_ended), 1);
+    put_route_counter_of(&t, st, names, nroutes, "slowsrv_streams_cut_total",
+                         "Event streams ended before their last event (the client left).",
+                         offsetof(struct route_counters, stream_cut), 1);
+    put_route_counter_of(&t, st, names, nroutes, "slowsrv_stream_events_total",
+                         "Events sent on event streams.", offsetof(struct route_counters, events),
+                         1);
     uint64_t *bucket = malloc(STATS_BUCKETS * sizeof *bucket);
     for (int w = 0; bucket && w < STATS_HIST_COUNT; w++) {
         put(&t, "# HELP %s %s\n# TYPE %s histogram\n", hist_names[w], hist_help[w], hist_names[w]);
         for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
             uint64_t sum, max, acc = 0;
             char l[256];
-            if (!names[r])
+            if (!names[r] || (w == STATS_HIST_EVENT_LATE && !has_streams(st, r)))
                 continue;
             uint64_t n = hist_sum_since(st, r, (enum stats_hist)w, bucket, &sum, &max, 0);
             label(l, sizeof l, names[r]);

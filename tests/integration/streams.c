@@ -191,6 +191,16 @@ static void sse_and_ndjson_count_format_and_gaps(const struct itest_env *env)
     http_request(s.port, "GET", "/metrics", NULL, NULL, &r);
     CHECK(strstr(r.body, "slowsrv_stream_events_total{route=\"/echo\"} 14\n") != NULL);
     CHECK(strstr(r.body, "slowsrv_stream_event_late_seconds_count{route=\"/echo\"} 14\n") != NULL);
+    CHECK(r.body_len < sizeof r.body);
+    char path[512], cmd[600];
+    snprintf(path, sizeof path, "%s/metrics.txt", env->tmpdir);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(r.body, f);
+        fclose(f);
+    }
+    snprintf(cmd, sizeof cmd, "promtool check metrics < '%s'", path);
+    CHECK_INT(system(cmd), 0);
     stop_expect_clean(&s);
 }
 
