@@ -4,6 +4,7 @@
  * binaries, a client that leaves mid-stream, and the JSON 400 of every bad value
  * (doc/options.md §Event streams).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -398,6 +399,48 @@ static void stream_on_every_model(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
+/* An open stream in a thread of its own, while the server stops. */
+struct open_stream {
+    struct target t;
+    struct reply r;
+};
+
+static void *run_open_stream(void *arg)
+{
+    struct open_stream *o = arg;
+    http_request_to(&o->t, "GET", "/echo?stream=ndjson,gap=100ms,size=1", NULL, NULL, &o->r, NULL);
+    return NULL;
+}
+
+/* SIGTERM: a stream under way sends on through --grace, then is closed without the end of its
+ * body, and the server exits 0. */
+static void stream_is_cut_at_the_end_of_grace(const struct itest_env *env)
+{
+    struct server s;
+    START(env, &s, "--delay", "0", "--grace", "500ms");
+    struct open_stream o = {.t = *h1(&s)};
+    pthread_t th;
+    pthread_create(&th, NULL, run_open_stream, &o);
+    CHECK_INT(await_stat(h1(&s), "routes./echo.streams.open", 1, 3), 1);
+    double t0 = now_seconds();
+    CHECK_INT(server_stop(&s, 5000, NULL, 0), 0);
+    double stop = now_seconds() - t0;
+    pthread_join(th, NULL);
+    if (stop < 0.5 || stop > 0.5 + LONE_SLACK)
+        CHECK_FAIL_("the stop took %.3f s, want --grace 0.5 s", stop);
+    else
+        check_passed++;
+    CHECK_INT(o.r.status, 200);
+    CHECK(o.r.curl_code != 0); /* no end of the body */
+    struct event ev[EVENTS_MAX];
+    /* Whole events up to the stop (at 0, 100, ... ms, and 500 ms more of grace). */
+    char *last = strrchr(o.r.body, '\n');
+    if (last)
+        last[1] = '\0';
+    int n = parse_ndjson(o.r.body, ev, EVENTS_MAX);
+    CHECK(n >= 5);
+}
+
 static const struct itest_case cases[] = {
     {"sse_and_ndjson_count_format_and_gaps", sse_and_ndjson_count_format_and_gaps, ITEST_PLAIN, 0},
     {"stream_bad_values_get_json_400", stream_bad_values_get_json_400, ITEST_PLAIN, 0},
@@ -406,6 +449,7 @@ static const struct itest_case cases[] = {
      ITEST_BOTH, 0},
     {"h2_stream_is_data_frames", h2_stream_is_data_frames, ITEST_PLAIN, ENGINE_HTTP2},
     {"stream_on_every_model", stream_on_every_model, ITEST_PER_MODEL, 0},
+    {"stream_is_cut_at_the_end_of_grace", stream_is_cut_at_the_end_of_grace, ITEST_PLAIN, 0},
 };
 
 const struct itest_suite itest_suite_streams = {"streams", cases, sizeof cases / sizeof cases[0]};
