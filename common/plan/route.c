@@ -796,7 +796,10 @@ static int plan_stream(struct route_table *t, const struct route_request *rq, co
     uint64_t last = 0;
     char val[32];
     long got = rq->lookup ? rq->lookup(rq->ctx, "Last-Event-ID", val, sizeof val) : -1;
-    if (got >= (long)sizeof val || (got >= 0 && stream_last_id_parse(val, &last) != 0)) {
+    /* Ids stay far below the top of uint64: a stream goes on from last + 1 for up to
+     * STREAM_COUNT_MAX events. */
+    if (got >= (long)sizeof val ||
+        (got >= 0 && (stream_last_id_parse(val, &last) != 0 || last > UINT64_MAX / 2))) {
         snprintf(msg, sizeof msg, "Last-Event-ID: '%.24s' is not an event number from this stream",
                  val);
         route_plan_error(out, 400, msg);

@@ -194,6 +194,12 @@ static void stream_plans_override_route_and_last_event_id(void)
     plan(&t, "GET", "/echo", over, &room, &p);
     CHECK_INT(p.status, 204);
     CHECK(p.stream == NULL);
+    static const char *const huge[] = {"X-Slowsrv-Stream: ndjson",
+                                       "Last-Event-ID: 10000000000000000000", NULL};
+    plan(&t, "GET", "/echo", huge, &room, &p);
+    CHECK_INT(p.status, 400);
+    CHECK_STR(p.body, "{\"error\": \"Last-Event-ID: '10000000000000000000' is not an event "
+                      "number from this stream\", \"status\": 400}");
 
     /* A route's own stream is the table's; HEAD is the head alone. */
     plan(&t, "GET", "/events", NULL, &room, &p);
