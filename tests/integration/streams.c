@@ -399,6 +399,45 @@ static void stream_on_every_model(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
+/* 200 streams side by side keep their schedule: each of 5 events 100 ms apart ends on time, and
+ * every event is counted with its lateness. */
+static void many_streams_keep_their_schedule(const struct itest_env *env)
+{
+    enum { N = 200 };
+    struct server s;
+    static long status[N];
+    static double secs[N];
+    static int ok[N];
+    START(env, &s, "--delay", "0");
+    double wall = http_concurrent(s.port, "/echo?stream=sse,count=5,size=32,gap=100ms", N, status,
+                                  secs, ok, "");
+    size_t good = 0;
+    double lo = 1e9, hi = 0;
+    for (size_t i = 0; i < N; i++) {
+        good += status[i] == 200 && secs[i] >= 0.4 && secs[i] <= 0.4 + BATCH_SLACK;
+        lo = secs[i] < lo ? secs[i] : lo;
+        hi = secs[i] > hi ? secs[i] : hi;
+    }
+    if (good != N)
+        CHECK_FAIL_("%zu of %d streams ended in [0.4, %.2f] s (fastest %.3f s, slowest %.3f s, "
+                    "all in %.3f s)",
+                    good, N, 0.4 + BATCH_SLACK, lo, hi, wall);
+    else
+        check_passed++;
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "routes./echo.streams.begun"), N);
+    CHECK_INT(json_number(j, "routes./echo.streams.events"), 5 * N);
+    CHECK_INT(json_number(j, "routes./echo.streams.cut"), 0);
+    CHECK_INT(json_number(j, "routes./echo.stream_event_late_ms.count"), 5 * N);
+    double p99 = json_number(j, "routes./echo.stream_event_late_ms.p99");
+    if (p99 < 0 || p99 > 50)
+        CHECK_FAIL_("event lateness p99 %.3f ms over 200 streams, want under 50 ms", p99);
+    else
+        check_passed++;
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
 /* An open stream in a thread of its own, while the server stops. */
 struct open_stream {
     struct target t;
@@ -450,6 +489,7 @@ static const struct itest_case cases[] = {
     {"h2_stream_is_data_frames", h2_stream_is_data_frames, ITEST_PLAIN, ENGINE_HTTP2},
     {"stream_on_every_model", stream_on_every_model, ITEST_PER_MODEL, 0},
     {"stream_is_cut_at_the_end_of_grace", stream_is_cut_at_the_end_of_grace, ITEST_PLAIN, 0},
+    {"many_streams_keep_their_schedule", many_streams_keep_their_schedule, ITEST_PLAIN, 0},
 };
 
 const struct itest_suite itest_suite_streams = {"streams", cases, sizeof cases / sizeof cases[0]};
