@@ -28,7 +28,7 @@ _Static_assert(sizeof overshoot_bounds / sizeof overshoot_bounds[0] <= STATS_MET
 
 size_t stats_metric_bounds(enum stats_hist which, const uint64_t **bound_us)
 {
-    if (which == STATS_HIST_OVERSHOOT) {
+    if (which == STATS_HIST_OVERSHOOT || which == STATS_HIST_EVENT_LATE) {
         *bound_us = overshoot_bounds;
         return sizeof overshoot_bounds / sizeof overshoot_bounds[0];
     }
@@ -72,6 +72,7 @@ struct route_counters {
     _Atomic uint64_t faults;
     _Atomic uint64_t wait_begun, wait_ended;   /* the route's requests waiting on a delay */
     _Atomic uint64_t queue_begun, queue_ended; /* ... and queued for a worker */
+    _Atomic uint64_t stream_begun, stream_ended, stream_cut, events; /* event streams */
     _Atomic uint64_t status[NSTATUS];
     struct histogram hist[STATS_HIST_COUNT];
     /* /metrics' classic buckets, counted as they come: exact at their bounds (the last one
@@ -380,6 +381,32 @@ void stats_fault(struct stats_shard *sh, size_t route)
         add(&rc->faults, 1);
 }
 
+void stats_stream_begin(struct stats_shard *sh, size_t route)
+{
+    struct route_counters *rc = route == STATS_UNCOUNTED ? NULL : counters_of(sh, route);
+    if (rc)
+        add(&rc->stream_begun, 1);
+}
+
+void stats_stream_end(struct stats_shard *sh, size_t route, int cut)
+{
+    struct route_counters *rc = route == STATS_UNCOUNTED ? NULL : counters_of(sh, route);
+    if (!rc)
+        return;
+    if (cut)
+        add(&rc->stream_cut, 1);
+    add(&rc->stream_ended, 1);
+}
+
+void stats_event(struct stats_shard *sh, size_t route, uint64_t late_us)
+{
+    struct route_counters *rc = route == STATS_UNCOUNTED ? NULL : counters_of(sh, route);
+    if (!rc)
+        return;
+    add(&rc->events, 1);
+    stats_observe(sh, route, STATS_HIST_EVENT_LATE, late_us);
+}
+
 void stats_observe(struct stats_shard *sh, size_t route, enum stats_hist which, uint64_t us)
 {
     struct route_counters *rc = which < STATS_HIST_COUNT ? counters_of(sh, route) : NULL;
@@ -674,6 +701,24 @@ char *stats_to_json_with(const struct stats *st, const char *const *names, size_
                                 (double)route_gauge(st, r,
                                                     offsetof(struct route_counters, queue_begun),
                                                     offsetof(struct route_counters, queue_ended)));
+        {
+            cJSON *sj = cJSON_AddObjectToObject(o, "streams");
+            if (!sj)
+                goto unlock;
+            cJSON_AddNumberToObject(
+                sj, "open",
+                (double)route_gauge(st, r, offsetof(struct route_counters, stream_begun),
+                                    offsetof(struct route_counters, stream_ended)));
+            cJSON_AddNumberToObject(
+                sj, "begun",
+                (double)route_sum_since(st, r, offsetof(struct route_counters, stream_begun), 1));
+            cJSON_AddNumberToObject(
+                sj, "cut",
+                (double)route_sum_since(st, r, offsetof(struct route_counters, stream_cut), 1));
+            cJSON_AddNumberToObject(
+                sj, "events",
+                (double)route_sum_since(st, r, offsetof(struct route_counters, events), 1));
+        }
         json_latency(st, r, o);
         for (unsigned code = STATS_STATUS_MIN; code <= STATS_STATUS_MAX; code++) {
             uint64_t n = status_since(st, r, code);
@@ -754,7 +799,7 @@ static double quantile_ms(const uint64_t *bucket, uint64_t count, double q, uint
 static void json_latency(const struct stats *st, size_t route, cJSON *obj)
 {
     static const char *const names[STATS_HIST_COUNT] = {"delay_intended_ms", "delay_overshoot_ms",
-                                                        "service_ms"};
+                                                        "service_ms", "stream_event_late_ms"};
     static const struct {
         const char *name;
         double q;
@@ -839,18 +884,32 @@ static void label(char *out, size_t len, const char *s)
     out[n] = '\0';
 }
 
-/* One Prometheus counter with a sample per route. */
-static void put_route_counter(struct text *t, const struct stats *st, const char *const *names,
-                              size_t nroutes, const char *metric, const char *help, size_t field)
+/* 1 if route r has begun an event stream: the stream series are written for those routes only,
+ * so that /metrics stays its size where no stream is served. */
+static int has_streams(const struct stats *st, size_t r)
+{
+    return route_sum(st, r, offsetof(struct route_counters, stream_begun)) != 0;
+}
+
+/* One Prometheus counter with a sample per route (`streams`: per route that has streams). */
+static void put_route_counter_of(struct text *t, const struct stats *st, const char *const *names,
+                                 size_t nroutes, const char *metric, const char *help, size_t field,
+                                 int streams)
 {
     put(t, "# HELP %s %s\n# TYPE %s counter\n", metric, help, metric);
     for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
         char l[256];
-        if (!names[r])
+        if (!names[r] || (streams && !has_streams(st, r)))
             continue;
         label(l, sizeof l, names[r]);
         put(t, "%s{route=\"%s\"} %llu\n", metric, l, (unsigned long long)route_sum(st, r, field));
     }
+}
+
+static void put_route_counter(struct text *t, const struct stats *st, const char *const *names,
+                              size_t nroutes, const char *metric, const char *help, size_t field)
+{
+    put_route_counter_of(t, st, names, nroutes, metric, help, field, 0);
 }
 
 char *stats_to_prometheus(const struct stats *st, const char *const *names, size_t nroutes,
@@ -868,13 +927,14 @@ char *stats_to_prometheus(const struct stats *st, const char *const *names, size
     }
     struct text t = {malloc(16384), 0, 16384, ceiling, 0};
     struct stats_totals tot;
-    static const char *const hist_names[STATS_HIST_COUNT] = {"slowsrv_delay_intended_seconds",
-                                                             "slowsrv_delay_overshoot_seconds",
-                                                             "slowsrv_service_seconds"};
+    static const char *const hist_names[STATS_HIST_COUNT] = {
+        "slowsrv_delay_intended_seconds", "slowsrv_delay_overshoot_seconds",
+        "slowsrv_service_seconds", "slowsrv_stream_event_late_seconds"};
     static const char *const hist_help[STATS_HIST_COUNT] = {
         "Delay each request was meant to wait.",
         "How late the answer started after the delay was due.",
-        "Time from request to answer, delay included."};
+        "Time from request to answer, delay included.",
+        "How late each event of a stream left after it was due."};
     if (!t.buf)
         return NULL;
     t.buf[0] = '\0';
@@ -977,13 +1037,25 @@ char *stats_to_prometheus(const struct stats *st, const char *const *names, size
     put_route_counter(&t, st, names, nroutes, "slowsrv_faults_total",
                       "Requests answered with an injected fault (?fault=).",
                       offsetof(struct route_counters, faults));
+    put_route_counter_of(&t, st, names, nroutes, "slowsrv_streams_total",
+                         "Event streams begun (?stream=).",
+                         offsetof(struct route_counters, stream_begun), 1);
+    put_route_counter_of(&t, st, names, nroutes, "slowsrv_streams_ended_total",
+                         "Event streams ended (begun less ended: open now).",
+                         offsetof(struct route_counters, stream_ended), 1);
+    put_route_counter_of(&t, st, names, nroutes, "slowsrv_streams_cut_total",
+                         "Event streams ended before their last event (the client left).",
+                         offsetof(struct route_counters, stream_cut), 1);
+    put_route_counter_of(&t, st, names, nroutes, "slowsrv_stream_events_total",
+                         "Events sent on event streams.", offsetof(struct route_counters, events),
+                         1);
     uint64_t *bucket = malloc(STATS_BUCKETS * sizeof *bucket);
     for (int w = 0; bucket && w < STATS_HIST_COUNT; w++) {
         put(&t, "# HELP %s %s\n# TYPE %s histogram\n", hist_names[w], hist_help[w], hist_names[w]);
         for (size_t r = 0; r < nroutes && r < st->nroutes; r++) {
             uint64_t sum, max, acc = 0;
             char l[256];
-            if (!names[r])
+            if (!names[r] || (w == STATS_HIST_EVENT_LATE && !has_streams(st, r)))
                 continue;
             uint64_t n = hist_sum_since(st, r, (enum stats_hist)w, bucket, &sum, &max, 0);
             label(l, sizeof l, names[r]);

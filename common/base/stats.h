@@ -30,6 +30,7 @@ enum stats_hist {
     STATS_HIST_INTENDED = 0, /* the delay the request was meant to wait */
     STATS_HIST_OVERSHOOT,    /* how late its answer started after the delay was due */
     STATS_HIST_SERVICE,      /* from request in to answer out */
+    STATS_HIST_EVENT_LATE,   /* how late each event of a stream left after it was due */
     STATS_HIST_COUNT,
 };
 
@@ -127,6 +128,13 @@ void stats_fault(struct stats_shard *sh, size_t route);
 /* Adds an observation of `us` microseconds to histogram `which` of `route`: a bucket, the sum,
  * and the largest seen. */
 void stats_observe(struct stats_shard *sh, size_t route, enum stats_hist which, uint64_t us);
+
+/* An event stream of the route began; it ended, `cut` if before its last event (the client
+ * left, or the server stopped); one of its events left late_us after it was due (counted and
+ * put in STATS_HIST_EVENT_LATE). */
+void stats_stream_begin(struct stats_shard *sh, size_t route);
+void stats_stream_end(struct stats_shard *sh, size_t route, int cut);
+void stats_event(struct stats_shard *sh, size_t route, uint64_t late_us);
 
 /* An HTTP/2 budget acted on a connection (enum stats_h2). */
 void stats_h2(struct stats_shard *sh, enum stats_h2 k);

@@ -157,6 +157,11 @@ cJSON *control_route_json(const struct route *r)
         snprintf(buf, sizeof buf, "%u,%sms", r->drip.chunks, ms);
         cJSON_AddStringToObject(o, "drip", buf);
     }
+    if (r->stream.format != STREAM_NONE) {
+        char sbuf[640];
+        stream_spec_format(&r->stream, sbuf, sizeof sbuf);
+        cJSON_AddStringToObject(o, "stream", sbuf);
+    }
     static const char *const faults[] = {"none", "close", "reset", "truncate"};
     if (r->fault != CONFIG_FAULT_NONE)
         cJSON_AddStringToObject(o, "fault", faults[r->fault]);

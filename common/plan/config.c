@@ -946,6 +946,19 @@ int config_route_apply(struct config_route *r, const cJSON *o, int with_path, ch
                                             : "must be a string such as \"10,2s\", or \"none\"");
                 return -EINVAL;
             }
+        } else if (strcmp(k, "stream") == 0) {
+            char serr[256];
+            /* "none", null and false: no stream (a change removes one). */
+            if (cJSON_IsNull(it) || cJSON_IsFalse(it)) {
+                r->stream.format = STREAM_NONE;
+            } else if (!cJSON_IsString(it) ||
+                       stream_spec_parse(&r->stream, it->valuestring, serr, sizeof serr) != 0) {
+                snprintf(why, whylen, "stream: %s",
+                         cJSON_IsString(it)
+                             ? serr
+                             : "must be a string such as \"sse,count=10,gap=100ms\", or \"none\"");
+                return -EINVAL;
+            }
         } else if (strcmp(k, "fault") == 0) {
             if (cJSON_IsNull(it) || cJSON_IsFalse(it)) {
                 r->fault = CONFIG_FAULT_NONE;
@@ -1021,7 +1034,7 @@ int config_route_apply(struct config_route *r, const cJSON *o, int with_path, ch
         } else {
             snprintf(why, whylen,
                      "%s: unknown key (%smethod, status, body, headers, delay, drip, fault, "
-                     "rate, read-rate, reset-after, stall, slow-close, workers, queue, "
+                     "rate, read-rate, reset-after, stall, slow-close, stream, workers, queue, "
                      "error-rate, error-status)",
                      k, with_path ? "path, " : "");
             return -EINVAL;
@@ -1063,6 +1076,30 @@ int config_route_check(const struct config_route *r, uint64_t max_delay_us, char
     if (r->fault == CONFIG_FAULT_TRUNCATE && r->body_len == 0) {
         snprintf(why, whylen, "fault: truncate needs a body to cut");
         return -EINVAL;
+    }
+    if (r->stream.format != STREAM_NONE) {
+        uint64_t gmax = delay_spec_max_us(&r->stream.gap);
+        if (gmax == UINT64_MAX)
+            gmax = r->stream.gap.a_us;
+        if (gmax > max_delay_us) {
+            char a[32], b[32];
+            delay_format_ms(gmax, a, sizeof a);
+            delay_format_ms(max_delay_us, b, sizeof b);
+            snprintf(why, whylen, "stream: gap %s ms is over --max-delay %s ms; raise --max-delay",
+                     a, b);
+            return -EINVAL;
+        }
+        if (r->status == 204 || r->status == 304) {
+            snprintf(why, whylen, "stream: needs a status with a body, not %u", r->status);
+            return -EINVAL;
+        }
+        if (r->drip.chunks || r->fault == CONFIG_FAULT_TRUNCATE || pace_shapes_body(&r->pace) ||
+            r->pace.slow_close_us) {
+            snprintf(why, whylen,
+                     "stream: cannot be shaped by drip, rate, stall, reset-after, slow-close or "
+                     "truncate too; keep the stream");
+            return -EINVAL;
+        }
     }
     if (r->drip.chunks && (r->pace.rate || r->pace.stall)) {
         snprintf(why, whylen, "drip: cannot be paced by rate or stall too; keep one");

@@ -17,6 +17,7 @@
 #include "base/core.h"
 #include "plan/delay.h"
 #include "plan/pace.h"
+#include "plan/stream.h"
 #include "base/log.h"
 
 #define CONFIG_HOST_LEN 256
@@ -63,14 +64,15 @@ struct config_route {
     size_t body_len;
     int has_delay;
     struct delay_spec delay;
-    struct delay_drip drip;  /* chunks 0: the body at once */
-    enum config_fault fault; /* instead of the answer */
-    struct pace_spec pace;   /* rate, read-rate, reset-after, stall, slow-close (pace.h) */
-    unsigned workers;        /* this route's own worker pool; 0: the global --workers */
-    unsigned queue;          /* its queue, with workers */
-    int has_error_rate;      /* 1: error_rate below, not --error-rate */
-    double error_rate;       /* share of its requests answered error_status instead */
-    unsigned error_status;   /* 0: --error-status */
+    struct delay_drip drip;    /* chunks 0: the body at once */
+    enum config_fault fault;   /* instead of the answer */
+    struct pace_spec pace;     /* rate, read-rate, reset-after, stall, slow-close (pace.h) */
+    struct stream_spec stream; /* an event stream in place of the body (stream.h), or none */
+    unsigned workers;          /* this route's own worker pool; 0: the global --workers */
+    unsigned queue;            /* its queue, with workers */
+    int has_error_rate;        /* 1: error_rate below, not --error-rate */
+    double error_rate;         /* share of its requests answered error_status instead */
+    unsigned error_status;     /* 0: --error-status */
     size_t nheaders;
     struct config_header headers[CONFIG_ROUTE_HEADERS];
 };

@@ -19,6 +19,7 @@ static const char ct_json[] = "application/json";
 #define STREAM_DELAY 0ULL
 #define STREAM_OVERRIDE (1ULL << 32)
 #define STREAM_ERROR (2ULL << 32)
+#define STREAM_EVENTS (3ULL << 32)
 
 static void set_delay(struct route *r, const struct delay_spec *delay)
 {
@@ -113,6 +114,7 @@ static int add_configured(struct route_table *t, const struct config_route *c)
     r->drip = c->drip;
     r->fault = c->fault;
     r->pace = c->pace;
+    r->stream = c->stream;
     r->workers = c->workers;
     r->queue = c->queue;
     r->own_error = c->has_error_rate;
@@ -327,6 +329,7 @@ void route_describe(const struct route *r, struct config_route *out)
     out->drip = r->drip;
     out->fault = r->fault;
     out->pace = r->pace;
+    out->stream = r->stream;
     out->workers = r->workers;
     out->queue = r->queue;
     out->has_error_rate = r->own_error;
@@ -442,6 +445,7 @@ static void plan_error_body(struct plan *out, unsigned status, const char *body,
     out->cacheable = 0;
     out->drip = (struct delay_drip){0, 0};
     out->pace = (struct pace_spec){0};
+    out->stream = NULL;
     out->truncate = 0;
 }
 
@@ -663,6 +667,24 @@ static int apply_overrides(struct route_table *t, const struct route_request *rq
         }
         out->cacheable = 0;
     }
+    if ((got = override_input(rq, "stream", "X-Slowsrv-Stream", val, sizeof val, out)) < -1)
+        return -1;
+    if (got >= 0) {
+        char why[140];
+        struct stream_spec own;
+        if (stream_spec_parse(&own, val, why, sizeof why) != 0) {
+            snprintf(msg, sizeof msg, "stream: %s", why);
+            route_plan_error(out, 400, msg);
+            return -1;
+        }
+        if (!rq->stream_room) {
+            route_plan_error(out, 400, "stream: not available on this listener");
+            return -1;
+        }
+        *rq->stream_room = own;
+        out->stream = own.format != STREAM_NONE ? rq->stream_room : NULL;
+        out->cacheable = 0;
+    }
     if ((got = override_input(rq, "fault", "X-Slowsrv-Fault", val, sizeof val, out)) < -1)
         return -1;
     if (got >= 0) {
@@ -735,6 +757,72 @@ static int apply_shape(struct plan *out, enum config_fault fault, uint64_t max_u
     return 0;
 }
 
+/* A stream's checks and its per-request part: the key of its draws, its first id (after the
+ * client's Last-Event-ID), its end without a count, its Content-Type. Returns 0, or fills a 4xx
+ * (or the 204 of a sequence already over) and returns -1. */
+static int plan_stream(struct route_table *t, const struct route_request *rq, const struct route *r,
+                       uint64_t *index, struct plan *out)
+{
+    const struct stream_spec *s = out->stream;
+    char msg[200];
+    if (out->action != PLAN_RESPOND || answer_bodiless(out->status)) {
+        route_plan_error(out, 400,
+                         "stream: only on routes with a fixed answer (not /write), and a status "
+                         "with a body");
+        return -1;
+    }
+    if (out->drip.chunks || out->truncate || pace_shapes_body(&out->pace) ||
+        out->pace.slow_close_us) {
+        route_plan_error(out, 400,
+                         "stream: cannot be shaped by drip, rate, stall, reset-after, slow-close "
+                         "or truncate too; keep the stream");
+        return -1;
+    }
+    uint64_t gmax = delay_spec_max_us(&s->gap);
+    if (gmax == UINT64_MAX)
+        gmax = s->gap.a_us; /* unbounded: the mean or median must fit */
+    if (gmax > t->max_delay_us) {
+        char a[32], b[32];
+        delay_format_ms(gmax, a, sizeof a);
+        delay_format_ms(t->max_delay_us, b, sizeof b);
+        snprintf(msg, sizeof msg, "stream: gap %s ms is over --max-delay %s ms", a, b);
+        route_plan_error(out, 400, msg);
+        return -1;
+    }
+    /* A HEAD answer is the head alone, with the route's own Content-Type. */
+    if (strcmp(rq->method, "HEAD") == 0) {
+        out->stream = NULL;
+        return 0;
+    }
+    uint64_t last = 0;
+    char val[32];
+    long got = rq->lookup ? rq->lookup(rq->ctx, "Last-Event-ID", val, sizeof val) : -1;
+    /* Ids stay far below the top of uint64: a stream goes on from last + 1 for up to
+     * STREAM_COUNT_MAX events. */
+    if (got >= (long)sizeof val ||
+        (got >= 0 && (stream_last_id_parse(val, &last) != 0 || last > UINT64_MAX / 2))) {
+        snprintf(msg, sizeof msg, "Last-Event-ID: '%.24s' is not an event number from this stream",
+                 val);
+        route_plan_error(out, 400, msg);
+        return -1;
+    }
+    if (s->count && last >= s->count) {
+        /* 204 tells an EventSource not to reconnect: the sequence is over. */
+        plan_error_body(out, 204, "", 0);
+        return -1;
+    }
+    if (*index == UINT64_MAX)
+        *index = atomic_fetch_add_explicit(&t->seq[r->slot], 1, memory_order_relaxed);
+    out->stream_key = stream_key(t->seed, STREAM_EVENTS | r->slot, *index);
+    out->stream_first = last + 1;
+    out->stream_until_us = t->max_delay_us;
+    out->content_type = stream_content_type(s->format);
+    out->body = "";
+    out->body_len = 0;
+    out->cacheable = 0;
+    return 0;
+}
+
 /* The route's own answer, before any per-request draw, override or shape. */
 static void plan_defaults(const struct route_table *t, size_t id, struct plan *out)
 {
@@ -755,11 +843,13 @@ static void plan_defaults(const struct route_table *t, size_t id, struct plan *o
                   : r->kind == ROUTE_METRICS ? PLAN_METRICS
                                              : PLAN_RESPOND;
     out->cacheable = r->kind == ROUTE_STATIC && !r->drip.chunks && r->fault == CONFIG_FAULT_NONE &&
-                     !pace_shapes_body(&r->pace) && !r->pace.slow_close_us && !r->pace.read_rate;
+                     !pace_shapes_body(&r->pace) && !r->pace.slow_close_us && !r->pace.read_rate &&
+                     r->stream.format == STREAM_NONE;
     out->delay_us = r->delayed && r->timing[0] ? r->delay.a_us : 0;
     out->timing = r->timing[0] ? r->timing : NULL;
     out->drip = r->drip;
     out->pace = r->pace;
+    out->stream = r->stream.format != STREAM_NONE ? &r->stream : NULL;
     out->truncate = 0;
     out->close = 0;
 }
@@ -855,6 +945,8 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
         }
     }
     if (apply_shape(out, fault, t->max_delay_us) != 0)
+        return;
+    if (out->stream && plan_stream(t, rq, r, &index, out) != 0)
         return;
     if (out->pace.read_rate && rq->whole_bodies) {
         char msg[200];

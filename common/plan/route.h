@@ -13,9 +13,10 @@
  * draw stream and its name in the reports are the template's, whatever id a request carries.
  *
  * Per-request overrides, unless --no-overrides: query delay=, status=, size=, drip=, fault=,
- * rate=, read-rate=, reset-after=, stall=, slow-close= and the headers X-Slowsrv-Delay,
+ * rate=, read-rate=, reset-after=, stall=, slow-close=, stream= and the headers X-Slowsrv-Delay,
  * X-Slowsrv-Status, X-Slowsrv-Drip, X-Slowsrv-Fault, X-Slowsrv-Rate, X-Slowsrv-Read-Rate,
- * X-Slowsrv-Reset-After, X-Slowsrv-Stall, X-Slowsrv-Slow-Close (the query wins). A value out of
+ * X-Slowsrv-Reset-After, X-Slowsrv-Stall, X-Slowsrv-Slow-Close, X-Slowsrv-Stream (the query
+ * wins). A stream reads Last-Event-ID to go on after the client's last event. A value out of
  * range gets 400 naming the parameter, never a clamp. Draws of the unbounded distributions (normal,
  * log-normal) are truncated at 0 and at --max-delay.
  */
@@ -30,6 +31,7 @@
 #include "plan/delay.h"
 #include "plan/pace.h"
 #include "plan/pathtrie.h"
+#include "plan/stream.h"
 #include "http/answer.h"
 #include "http/head.h"
 #include "http/target.h"
@@ -60,15 +62,16 @@ struct route {
     size_t body_len;
     const struct config_header *headers; /* extra answer headers, from the config */
     size_t nheaders;
-    int counted;             /* 0 for /healthz and /stats: never counted as load */
-    int delayed;             /* 1 if the route waits and carries Server-Timing */
-    struct delay_spec delay; /* when delayed */
-    struct delay_drip drip;  /* chunks 0: the body at once */
-    enum config_fault fault; /* a fault instead of the answer, or none */
-    struct pace_spec pace;   /* rate, read-rate and mid-body faults (pace.h) */
-    unsigned workers, queue; /* its own worker pool (service.h), or 0 */
-    double error_rate;       /* share answered error_status instead (--error-rate, or its
-                                own "error-rate") */
+    int counted;               /* 0 for /healthz and /stats: never counted as load */
+    int delayed;               /* 1 if the route waits and carries Server-Timing */
+    struct delay_spec delay;   /* when delayed */
+    struct delay_drip drip;    /* chunks 0: the body at once */
+    enum config_fault fault;   /* a fault instead of the answer, or none */
+    struct pace_spec pace;     /* rate, read-rate and mid-body faults (pace.h) */
+    struct stream_spec stream; /* an event stream in place of the body (stream.h), or none */
+    unsigned workers, queue;   /* its own worker pool (service.h), or 0 */
+    double error_rate;         /* share answered error_status instead (--error-rate, or its
+                                  own "error-rate") */
     unsigned error_status;
     int own_error;                 /* 1 if error_rate is the route's own */
     size_t slot;                   /* its stats id, draw stream and pool, kept by path across
@@ -146,10 +149,18 @@ struct plan {
     const char *allow;      /* Allow header value for 405, or NULL */
     struct delay_drip drip; /* send the body in drip.chunks pieces over drip.over_us */
     struct pace_spec pace;  /* its rate, read-rate and mid-body faults (pace.h) */
-    int cacheable;          /* 1 if this is the route's default answer: an engine may reuse one
-                               prebuilt response per route for it */
-    int truncate;           /* announce body_len, send half of it, then close */
-    int close;              /* close the connection after this answer (Connection: close) */
+    /* An event stream in place of the body (stream.h), or NULL: the route's, or the request's
+     * own in its stream_room. Its events' draws are keyed by stream_key, its first id is
+     * stream_first, and without a count it ends once its next event would come after
+     * stream_until_us (--max-delay) from its start. */
+    const struct stream_spec *stream;
+    uint64_t stream_key;
+    uint64_t stream_first;
+    uint64_t stream_until_us;
+    int cacheable; /* 1 if this is the route's default answer: an engine may reuse one
+                      prebuilt response per route for it */
+    int truncate;  /* announce body_len, send half of it, then close */
+    int close;     /* close the connection after this answer (Connection: close) */
     /* A plan needs one or the other, never both: an error of route_plan_error is answered at
      * once, with no Server-Timing, and an injected error (error-rate), which keeps its delay,
      * answers its route's prebuilt body. Every waiting request carries this record. */
@@ -189,6 +200,8 @@ struct route_request {
     const char *refused_why;  /* and this one-line reason */
     const char *whole_bodies; /* non-NULL: the engine's library reads the body whole before the
                                  core sees it, and read-rate is refused (400) with this reason */
+    struct stream_spec *stream_room; /* where a ?stream= of the request is planned (the plan
+                                        points to it); NULL: ?stream= is refused (400) */
 };
 
 /* Fills *t with the built-in routes (GET /test, POST /write, any method / and /echo,

@@ -96,6 +96,27 @@ static const struct route_request *origin_form(const struct route_request *rq,
     return tmp;
 }
 
+/* An event stream's run, with its own copy of the spec; a 503 in the plan's place when it cannot
+ * be had. */
+static void stream_run(struct exchange *x)
+{
+    const struct stream_spec *s = x->plan.stream;
+    x->ev = malloc(sizeof *x->ev + s->size_hi + STREAM_EVENT_OVERHEAD);
+    if (!x->ev) {
+        route_plan_error(&x->plan, 503, "out of memory for the event stream");
+        return;
+    }
+    x->ev->spec = *s;
+    x->ev->len = 0;
+    x->ev->base = 0;
+    x->ev->id = x->plan.stream_first;
+    x->ev->due_rel = 0;
+    x->ev->sent = 0;
+    x->ev->begun = 0;
+    x->ev->done = 0;
+    x->plan.stream = &x->ev->spec;
+}
+
 static void begin(struct exchange *x, struct service *svc, struct stats_shard *sh,
                   const struct route_request *rq, int control, void (*admit)(struct pool_entry *e))
 {
@@ -125,13 +146,21 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
     x->flush_until_us = 0;
     x->linger_until_us = 0;
     x->read_got = 0;
+    x->ev = NULL;
+    x->plan.stream = NULL;
     /* The plan is made by the live table, which stays this request's until exchange_end. */
     x->table = control ? NULL : service_table_acquire(svc, stats_shard_index(sh));
-    struct route_request origin;
-    if (x->table)
-        route_plan(x->table, origin_form(rq, &origin), &x->plan);
-    else
+    struct route_request origin, in;
+    struct stream_spec room;
+    if (x->table) {
+        in = *origin_form(rq, &origin);
+        in.stream_room = &room;
+        route_plan(x->table, &in, &x->plan);
+    } else {
         plan_control(&x->plan);
+    }
+    if (x->plan.stream)
+        stream_run(x);
     /* --max-requests' last request of an HTTP/1.x connection (an answer given during the stop
      * closes too: decide). */
     x->plan.close |=
@@ -222,6 +251,7 @@ static void take_answer(struct exchange *x)
     x->plan.body_len = ans.body_len;
     x->plan.cacheable = 0;
     x->plan.drip = (struct delay_drip){0, 0};
+    x->plan.stream = NULL;
     x->plan.truncate = 0;
 }
 
@@ -606,11 +636,11 @@ enum exchange_do exchange_on_timer(struct exchange *x, int peer_gone, int give_u
     return plan_do(x);
 }
 
-/* 1 if the plan's body leaves in pieces (?drip=, ?fault=truncate). */
+/* 1 if the plan's body leaves in pieces (?drip=, ?fault=truncate, a stream). */
 static int paced(const struct exchange *x)
 {
     return x->plan.drip.chunks > 0 || x->plan.truncate || pace_shapes_body(&x->plan.pace) ||
-           x->plan.pace.slow_close_us;
+           x->plan.pace.slow_close_us || x->plan.stream;
 }
 
 /* The request no longer needs its worker of --workers: the next queued request gets it. */
@@ -689,8 +719,11 @@ static void answer_plan(const struct plan *p, const char *timing, struct answer 
         answer_add_header(a, p->headers[i].name, p->headers[i].value);
     a->body = p->body;
     a->body_len = p->body_len;
-    a->paced =
-        p->drip.chunks > 0 || p->truncate || pace_shapes_body(&p->pace) || p->pace.slow_close_us;
+    a->paced = p->drip.chunks > 0 || p->truncate || pace_shapes_body(&p->pace) ||
+               p->pace.slow_close_us || p->stream;
+    a->unsized = p->stream != NULL;
+    if (a->unsized)
+        answer_add_header(a, "Cache-Control", "no-cache");
     a->close = p->close;
     a->cached = -1;
 }
@@ -819,10 +852,56 @@ static enum exchange_body end_step(struct exchange *x, uint64_t now_us, uint64_t
     return EXCHANGE_BODY_WAIT;
 }
 
+/* The next step of an event stream: the rest of the event being sent, the next event once it
+ * is due (made now, with its intended and actual times), or the end (the count reached, or,
+ * without one, the next event past stream_until_us). */
+static enum exchange_body stream_step(struct exchange *x, uint64_t now_us, uint64_t sent,
+                                      size_t *len, uint64_t *due_us)
+{
+    const struct plan *p = &x->plan;
+    struct exchange_stream *ev = x->ev;
+    const struct stream_spec *s = &ev->spec;
+    if (sent < ev->base + ev->len) {
+        *len = (size_t)(ev->base + ev->len - sent);
+        return EXCHANGE_BODY_SEND;
+    }
+    if (!ev->begun) {
+        ev->begun = 1;
+        stats_stream_begin(x->shard, p->stats_id);
+    }
+    /* Without a count, the stream ends at --max-delay, or after STREAM_COUNT_MAX events (a gap
+     * of 0 would otherwise send without end). */
+    uint64_t last = s->count ? s->count : p->stream_first + STREAM_COUNT_MAX - 1;
+    if (ev->id > last || (!s->count && ev->due_rel > p->stream_until_us)) {
+        ev->done = 1;
+        return EXCHANGE_BODY_DONE;
+    }
+    uint64_t due = x->sent_us + ev->due_rel;
+    if (now_us < due) {
+        *due_us = due;
+        return EXCHANGE_BODY_WAIT;
+    }
+    size_t size = stream_size(s, p->stream_key, ev->id);
+    ev->len = stream_event_format(s, ev->id, ev->due_rel, now_us - x->sent_us, size,
+                                  ev->id == p->stream_first, ev->buf,
+                                  (size_t)s->size_hi + STREAM_EVENT_OVERHEAD);
+    if (!ev->len)
+        return EXCHANGE_BODY_CUT;
+    ev->base = sent;
+    ev->sent++;
+    stats_event(x->shard, p->stats_id, now_us - due);
+    ev->id++;
+    ev->due_rel += stream_gap_us(s, p->stream_key, ev->id);
+    *len = ev->len;
+    return EXCHANGE_BODY_SEND;
+}
+
 enum exchange_body exchange_body_next(struct exchange *x, uint64_t now_us, uint64_t sent,
                                       size_t *len, uint64_t *due_us)
 {
     const struct plan *p = &x->plan;
+    if (p->stream && x->ev)
+        return stream_step(x, now_us, sent, len, due_us);
     uint64_t total = p->body_len, end = p->truncate ? total / 2 : total;
     int reset = p->pace.reset && p->pace.reset_after < end;
     if (reset)
@@ -861,7 +940,10 @@ enum exchange_body exchange_body_take(struct exchange *x, uint64_t now_us, uint6
                                       size_t max, const char **bytes, size_t *len, uint64_t *due_us)
 {
     enum exchange_body b = exchange_body_next(x, now_us, sent, len, due_us);
-    *bytes = x->plan.body + sent;
+    if (!x->plan.stream || !x->ev)
+        *bytes = x->plan.body + sent;
+    else
+        *bytes = b == EXCHANGE_BODY_SEND ? x->ev->buf + (sent - x->ev->base) : x->ev->buf;
     if (b == EXCHANGE_BODY_SEND && *len > max)
         *len = max;
     if (b == EXCHANGE_BODY_DONE || b == EXCHANGE_BODY_CUT || b == EXCHANGE_BODY_RESET ||
@@ -964,6 +1046,12 @@ void exchange_end(struct exchange *x, struct timer_heap *h)
     else if (!x->answered && !broken)
         stats_cancel(x->shard, x->plan.stats_id);
     stats_request_end(x->shard, x->plan.stats_id, x->answered);
+    if (x->ev) {
+        if (x->ev->begun)
+            stats_stream_end(x->shard, x->plan.stats_id, !x->ev->done);
+        free(x->ev);
+        x->ev = NULL;
+    }
     free(x->upload);
     x->upload = NULL;
     free(x->built);

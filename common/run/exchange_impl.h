@@ -28,6 +28,22 @@ struct exchange_record {
     uint64_t answered_us; /* when the answer was queued */
 };
 
+/* An event stream's run, allocated with the plan (exchange_on_head) and freed by exchange_end:
+ * its spec (a copy: a request's own lives on the stack of the call that planned it), the event
+ * being sent (len bytes of buf, from byte `base` of the body), the next event's id and when it
+ * is due (microseconds after the answer), the events sent. */
+struct exchange_stream {
+    struct stream_spec spec;
+    size_t len;
+    uint64_t base;
+    uint64_t id;
+    uint64_t due_rel;
+    uint64_t sent;
+    unsigned char begun; /* counted as open (stats_stream_begin) */
+    unsigned char done;  /* its last event went out */
+    char buf[];          /* spec.size_hi + STREAM_EVENT_OVERHEAD bytes */
+};
+
 /* A request of the control listener: what control_handle is given, and its answer. Allocated
  * by exchange_on_head, freed by exchange_end. */
 struct exchange_call {
@@ -81,6 +97,7 @@ struct exchange {
                                        to leave until then; 0: not begun */
     uint64_t linger_until_us;       /* slow-close: the end is held until then; 0: not begun */
     uint64_t read_got;              /* request body bytes read (read-rate) */
+    struct exchange_stream *ev;     /* an event stream's run (plan.stream), or NULL */
     struct accesslog *access;       /* the table's access log, or NULL */
     struct exchange_record *record; /* only with an access log */
     struct plan plan;

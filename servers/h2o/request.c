@@ -131,8 +131,9 @@ static void respond(struct h2s_request *r)
     exchange_answer_of(r->x, &a);
     req->res.status = (int)a.status;
     req->res.reason = a.reason;
-    /* SIZE_MAX: libh2o then sends no content-length (and no chunked coding for these). */
-    req->res.content_length = a.bodiless ? SIZE_MAX : a.body_len;
+    /* SIZE_MAX: libh2o then sends no content-length; a bodiless status gets no body either,
+     * an event stream (unsized) is chunked over HTTP/1.1 and DATA frames over HTTP/2. */
+    req->res.content_length = a.bodiless || a.unsized ? SIZE_MAX : a.body_len;
     /* HTTP/1 closes after the answer: libh2o writes Connection: close itself, so the answer's
      * own, its last header, is left out. */
     for (size_t i = 0; i < a.nheaders - (a.close && a.nheaders ? 1 : 0); i++)

@@ -535,6 +535,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char *target = malloc(tlen ? tlen : 1);
         struct request_ctx ctx;
         struct route_request rq;
+        struct stream_spec room;
         struct plan plan;
         const char *qm;
 
@@ -554,6 +555,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         rq.target_len = tlen;
         rq.lookup = lookup;
         rq.ctx = &ctx;
+        rq.stream_room = &room;
         memset(&plan, 0x5a, sizeof plan);
         route_plan(t, &rq, &plan);
         check_plan(t, &cfgs[which], &rq, &plan);

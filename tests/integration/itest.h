@@ -104,6 +104,7 @@ extern const struct itest_suite itest_suite_soak;      /* soak.c */
 extern const struct itest_suite itest_suite_control;   /* control.c */
 extern const struct itest_suite itest_suite_templates; /* templates.c */
 extern const struct itest_suite itest_suite_pacing;    /* pacing.c */
+extern const struct itest_suite itest_suite_streams;   /* streams.c */
 
 /* Starts env->bin with the given arguments into the struct server *s, or fails the case and
  * returns from it (a case function only). */

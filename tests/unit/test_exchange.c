@@ -416,6 +416,52 @@ static void exchange_paces_drips_and_truncation(void)
     teardown(&f);
 }
 
+/* An event stream: unsized, each event made when it is due with its times, an event the engine
+ * took in part finished first, the end after the count; its counters. */
+static void exchange_steps_an_event_stream(void)
+{
+    struct fixture f;
+    struct exchange x;
+    size_t len = 0;
+    uint64_t due = 0;
+    const char *bytes;
+    struct config cfg = config_defaults;
+    delay_spec_fixed(&cfg.delay, 0);
+    setup_with(&f, &cfg, 4);
+    CHECK_INT(begin_with(&x, &f, "GET", "/echo?stream=ndjson,count=2,size=3,gap=100ms", NULL),
+              EXCHANGE_DO_READ);
+    CHECK_INT(exchange_next(&x), EXCHANGE_DO_ANSWER);
+    struct answer a;
+    exchange_answer_of(&x, &a);
+    CHECK_INT(a.paced, 1);
+    CHECK_INT(a.unsized, 1);
+    CHECK_STR(answer_header(&a, "Content-Type"), "application/x-ndjson");
+    exchange_answer(&x);
+    x.sent_us = 1000;
+    static const char first[] = "{\"id\":1,\"intended_us\":0,\"sent_us\":5,\"data\":\"abc\"}\n";
+    CHECK_INT(exchange_body_take(&x, 1005, 0, 10, &bytes, &len, &due), EXCHANGE_BODY_SEND);
+    CHECK_INT(len, 10);
+    CHECK(memcmp(bytes, first, 10) == 0);
+    CHECK_INT(exchange_body_take(&x, 1006, 10, 4096, &bytes, &len, &due), EXCHANGE_BODY_SEND);
+    CHECK_INT(len, sizeof first - 1 - 10);
+    CHECK(memcmp(bytes, first + 10, len) == 0);
+    size_t sent = sizeof first - 1;
+    CHECK_INT(exchange_body_take(&x, 1007, sent, 4096, &bytes, &len, &due), EXCHANGE_BODY_WAIT);
+    CHECK_U64(due, 101000);
+    CHECK_INT(exchange_body_take(&x, 101250, sent, 4096, &bytes, &len, &due), EXCHANGE_BODY_SEND);
+    static const char second[] = "{\"id\":2,\"intended_us\":100000,\"sent_us\":100250,";
+    CHECK(memcmp(bytes, second, sizeof second - 1) == 0);
+    sent += len;
+    CHECK_INT(exchange_body_take(&x, 101300, sent, 4096, &bytes, &len, &due), EXCHANGE_BODY_DONE);
+    x.answered = 200;
+    exchange_end(&x, &f.h);
+    char *j = stats_to_json(f.st, (const char *const[]){"/test", "/write", "/", "/echo"}, 4, 1,
+                            NULL, NULL);
+    CHECK(j && strstr(j, "\"streams\":{\"open\":0,\"begun\":1,\"cut\":0,\"events\":2}"));
+    free(j);
+    teardown(&f);
+}
+
 /* An injected fault is counted as a fault, not as a client cancel; the plan's RESET and CLOSE
  * are what the engine is told. */
 static void exchange_faults_are_not_cancels(void)
@@ -592,6 +638,7 @@ int main(void)
     exchange_paced_body_timer();
     exchange_answer_frees_the_worker();
     exchange_paces_drips_and_truncation();
+    exchange_steps_an_event_stream();
     exchange_faults_are_not_cancels();
     exchange_delayed_answer_counts_once();
     exchange_undelayed_answers_at_once();

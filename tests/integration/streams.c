@@ -1,0 +1,495 @@
+/*
+ * Event streams (?stream=, X-Slowsrv-Stream, a route's "stream"): SSE and NDJSON bodies with no
+ * Content-Length, their count, format and gaps, Last-Event-ID, the seeded gaps the same on both
+ * binaries, a client that leaves mid-stream, and the JSON 400 of every bad value
+ * (doc/options.md §Event streams).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "itest.h"
+
+/* One event as the client read it. */
+struct event {
+    unsigned long long id, intended_us, sent_us;
+    size_t data_len;
+    char name[40];
+    long retry; /* -1: none */
+};
+
+#define EVENTS_MAX 64
+
+/* The SSE events of body, in order: returns their number, or -1 at a block that is not one of
+ * slowsrv's events (id, event, optional retry, the times' comment, data, blank line). */
+static int parse_sse(const char *body, struct event *ev, int max)
+{
+    int n = 0;
+    const char *p = body;
+    while (*p && n < max) {
+        struct event e = {.retry = -1};
+        int used = 0;
+        if (sscanf(p, "id: %llu\nevent: %39[^\n]\n%n", &e.id, e.name, &used) != 2)
+            return -1;
+        p += used;
+        if (strncmp(p, "retry: ", 7) == 0) {
+            e.retry = strtol(p + 7, NULL, 10);
+            p = strchr(p, '\n') + 1;
+        }
+        if (sscanf(p, ": intended_us=%llu sent_us=%llu\ndata: %n", &e.intended_us, &e.sent_us,
+                   &used) != 2)
+            return -1;
+        p += used;
+        const char *end = strstr(p, "\n\n");
+        if (!end)
+            return -1;
+        e.data_len = (size_t)(end - p);
+        p = end + 2;
+        ev[n++] = e;
+    }
+    return *p ? -1 : n;
+}
+
+/* The NDJSON events of body: returns their number, or -1 at a line that is not one. */
+static int parse_ndjson(const char *body, struct event *ev, int max)
+{
+    int n = 0;
+    const char *p = body;
+    while (*p && n < max) {
+        const char *nl = strchr(p, '\n');
+        if (!nl)
+            return -1;
+        char line[4096];
+        size_t len = (size_t)(nl - p);
+        if (len >= sizeof line)
+            return -1;
+        memcpy(line, p, len);
+        line[len] = '\0';
+        cJSON *j = cJSON_Parse(line);
+        cJSON *d = j ? cJSON_GetObjectItem(j, "data") : NULL;
+        if (!cJSON_IsString(d) || cJSON_GetArraySize(j) != 4) {
+            cJSON_Delete(j);
+            return -1;
+        }
+        ev[n] = (struct event){.id = (unsigned long long)json_number(j, "id"),
+                               .intended_us = (unsigned long long)json_number(j, "intended_us"),
+                               .sent_us = (unsigned long long)json_number(j, "sent_us"),
+                               .data_len = strlen(d->valuestring),
+                               .retry = -1};
+        n++;
+        cJSON_Delete(j);
+        p = nl + 1;
+    }
+    return *p ? -1 : n;
+}
+
+/* Checks that the events have ids from `first` on and intended times `gap_us` apart from 0, and
+ * that each left at or after its time. */
+static void check_schedule(const char *what, const struct event *ev, int n,
+                           unsigned long long first, unsigned long long gap_us)
+{
+    for (int i = 0; i < n; i++) {
+        if (ev[i].id != first + (unsigned)i || ev[i].intended_us != gap_us * (unsigned)i ||
+            ev[i].sent_us < ev[i].intended_us)
+            CHECK_FAIL_("%s: event %d is id %llu intended %llu sent %llu, want id %llu intended "
+                        "%llu",
+                        what, i, ev[i].id, ev[i].intended_us, ev[i].sent_us, first + (unsigned)i,
+                        gap_us * (unsigned)i);
+        else
+            check_passed++;
+    }
+}
+
+/* Checks r took [lo, lo + LONE_SLACK] seconds. */
+static void took(const char *what, const struct reply *r, double lo)
+{
+    if (r->seconds < lo || r->seconds > lo + LONE_SLACK)
+        CHECK_FAIL_("%s: took %.3f s, want %.3f s", what, r->seconds, lo);
+    else
+        check_passed++;
+}
+
+/* SSE and NDJSON: the count, the fields, the gaps (from the answer's start, after the delay),
+ * no Content-Length but chunked coding, the header and a config route's "stream", an open
+ * stream ended by --max-delay, Last-Event-ID, and the counters. */
+static void sse_and_ndjson_count_format_and_gaps(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    struct event ev[EVENTS_MAX];
+    char buf[128];
+    const char *cfg = write_file(env, "streams.json",
+                                 "{\"routes\": [{\"path\": \"/events\", \"stream\": "
+                                 "\"sse,count=2,gap=50ms,event=update\"}]}");
+    const char *args[] = {"--delay", "0", "--max-delay", "300ms", "--config", cfg, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+
+    http_request(s.port, "GET", "/echo?stream=sse,count=5,size=8,retry=2500,event=tok,gap=100ms",
+                 NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(reply_header(&r, "Content-Type", buf, sizeof buf), "text/event-stream");
+    CHECK_STR(reply_header(&r, "Cache-Control", buf, sizeof buf), "no-cache");
+    CHECK_STR(reply_header(&r, "Transfer-Encoding", buf, sizeof buf), "chunked");
+    CHECK(reply_header(&r, "Content-Length", buf, sizeof buf) == NULL);
+    CHECK_INT(parse_sse(r.body, ev, EVENTS_MAX), 5);
+    check_schedule("sse", ev, 5, 1, 100000);
+    for (int i = 0; i < 5; i++) {
+        CHECK_STR(ev[i].name, "tok");
+        CHECK_INT(ev[i].data_len, 8);
+        CHECK_INT(ev[i].retry, i == 0 ? 2500 : -1);
+    }
+    CHECK(strstr(r.body, "data: abcdefgh\n\n") != NULL);
+    took("sse count=5 gap=100ms", &r, 0.4);
+
+    static const char *const hdr[] = {"X-Slowsrv-Stream: ndjson,count=3,size=4,gap=50ms", NULL};
+    http_request(s.port, "GET", "/echo?delay=200", NULL, hdr, &r);
+    CHECK_STR(reply_header(&r, "Content-Type", buf, sizeof buf), "application/x-ndjson");
+    CHECK_INT(parse_ndjson(r.body, ev, EVENTS_MAX), 3);
+    check_schedule("ndjson", ev, 3, 1, 50000);
+    CHECK_INT(ev[0].data_len, 4);
+    if (r.first_body_at < 0.2)
+        CHECK_FAIL_("the first event came %.3f s after the request, before its delay",
+                    r.first_body_at);
+    else
+        check_passed++;
+    took("delay=200 then 3 events 50 ms apart", &r, 0.3);
+
+    /* No count: events until the next would come after --max-delay (300 ms): 0, 100, 200, 300. */
+    http_request(s.port, "GET", "/echo?stream=ndjson,gap=100ms", NULL, NULL, &r);
+    CHECK_INT(parse_ndjson(r.body, ev, EVENTS_MAX), 4);
+    check_schedule("open stream", ev, 4, 1, 100000);
+    took("open stream to --max-delay 300ms", &r, 0.3);
+
+    /* Last-Event-ID goes on after the client's last event; past the end: 204, no stream. */
+    static const char *const last3[] = {"Last-Event-ID: 3", NULL};
+    http_request(s.port, "GET", "/echo?stream=sse,count=5,gap=10ms", NULL, last3, &r);
+    CHECK_INT(parse_sse(r.body, ev, EVENTS_MAX), 2);
+    check_schedule("resumed", ev, 2, 4, 10000);
+    static const char *const last5[] = {"Last-Event-ID: 5", NULL};
+    http_request(s.port, "GET", "/echo?stream=sse,count=5,gap=10ms", NULL, last5, &r);
+    CHECK_INT(r.status, 204);
+    CHECK_INT(r.body_len, 0);
+
+    http_request(s.port, "GET", "/events", NULL, NULL, &r);
+    CHECK_INT(parse_sse(r.body, ev, EVENTS_MAX), 2);
+    check_schedule("route", ev, 2, 1, 50000);
+    CHECK_STR(ev[1].name, "update");
+
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "routes./echo.streams.begun"), 4);
+    CHECK_INT(json_number(j, "routes./echo.streams.events"), 5 + 3 + 4 + 2);
+    CHECK_INT(json_number(j, "routes./echo.streams.open"), 0);
+    CHECK_INT(json_number(j, "routes./echo.streams.cut"), 0);
+    CHECK_INT(json_number(j, "routes./echo.stream_event_late_ms.count"), 14);
+    CHECK_INT(json_number(j, "routes./events.streams.events"), 2);
+    CHECK_INT(json_number(j, "in_flight"), 0);
+    cJSON_Delete(j);
+    http_request(s.port, "GET", "/metrics", NULL, NULL, &r);
+    CHECK(strstr(r.body, "slowsrv_stream_events_total{route=\"/echo\"} 14\n") != NULL);
+    CHECK(strstr(r.body, "slowsrv_stream_event_late_seconds_count{route=\"/echo\"} 14\n") != NULL);
+    CHECK(r.body_len < sizeof r.body);
+    char path[512], cmd[600];
+    snprintf(path, sizeof path, "%s/metrics.txt", env->tmpdir);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(r.body, f);
+        fclose(f);
+    }
+    snprintf(cmd, sizeof cmd, "promtool check metrics < '%s'", path);
+    CHECK_INT(system(cmd), 0);
+    stop_expect_clean(&s);
+}
+
+/* Every bad value of a stream gets the JSON 400 naming it, and the server goes on. */
+static void stream_bad_values_get_json_400(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    START(env, &s, "--delay", "0", "--max-delay", "1s");
+    static const struct {
+        const char *target, *header, *body;
+    } bad[] = {
+        {"/echo?stream=xml", NULL,
+         "{\"error\": \"stream: bad stream format 'xml' (want "
+         "sse|ndjson[,count=N][,size=B][,retry=MS][,event=NAME][,gap=D])\", \"status\": 400}"},
+        {"/echo?stream=sse,count=-1", NULL,
+         "{\"error\": \"stream: count '-1' is not a number of events from 0 to 1000000\", "
+         "\"status\": 400}"},
+        {"/echo?stream=sse,size=70000", NULL,
+         "{\"error\": \"stream: size '70000' is not BYTES or LO..HI from 0 to 65536\", "
+         "\"status\": 400}"},
+        {"/echo?stream=sse,size=9..3", NULL,
+         "{\"error\": \"stream: size '9..3' is not BYTES or LO..HI from 0 to 65536\", "
+         "\"status\": 400}"},
+        {"/echo?stream=sse,gap=fast", NULL,
+         "{\"error\": \"stream: gap: bad duration 'fast' (want a number with us, ms, s, m or h, "
+         "e.g. 250ms or 1.5s)\", \"status\": 400}"},
+        {"/echo?stream=sse,gap=2s", NULL,
+         "{\"error\": \"stream: gap 2000 ms is over --max-delay 1000 ms\", \"status\": 400}"},
+        {"/echo?stream=sse,colour=red", NULL,
+         "{\"error\": \"stream: unknown stream key 'colour=red' (want "
+         "sse|ndjson[,count=N][,size=B][,retry=MS][,event=NAME][,gap=D])\", \"status\": 400}"},
+        {"/echo?stream=sse,count=1,count=2", NULL,
+         "{\"error\": \"stream: stream key 'count' given twice\", \"status\": 400}"},
+        {"/echo?stream=sse,event=a%20b", NULL,
+         "{\"error\": \"stream: event name is 1 to 32 of A-Z a-z 0-9 _ . -, not 'a b'\", "
+         "\"status\": 400}"},
+        {"/echo?stream=sse&rate=10", NULL,
+         "{\"error\": \"stream: cannot be shaped by drip, rate, stall, reset-after, slow-close or "
+         "truncate too; keep the stream\", \"status\": 400}"},
+        {"/echo?stream=sse&status=204", NULL,
+         "{\"error\": \"stream: only on routes with a fixed answer (not /write), and a status "
+         "with a body\", \"status\": 400}"},
+        {"/echo?stream=sse,count=3", "Last-Event-ID: x7",
+         "{\"error\": \"Last-Event-ID: 'x7' is not an event number from this stream\", "
+         "\"status\": 400}"},
+        {"/echo", "X-Slowsrv-Stream: json",
+         "{\"error\": \"stream: bad stream format 'json' (want "
+         "sse|ndjson[,count=N][,size=B][,retry=MS][,event=NAME][,gap=D])\", \"status\": 400}"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *hdr[] = {bad[i].header, NULL};
+        http_request(s.port, "GET", bad[i].target, NULL, bad[i].header ? hdr : NULL, &r);
+        CHECK_INT(r.status, 400);
+        CHECK_STR(r.body, bad[i].body);
+    }
+    http_request(s.port, "POST", "/write?stream=sse", "", NULL, &r);
+    CHECK_INT(r.status, 400);
+    http_request(s.port, "GET", "/echo", NULL, NULL, &r);
+    CHECK_STR(r.body, "OK");
+    const char *cfg = write_file(env, "bad.json",
+                                 "{\"routes\": [{\"path\": \"/e\", \"stream\": \"sse,gap=p\"}]}");
+    char out[1024], err[1024];
+    const char *args[] = {"--check-config", cfg, NULL};
+    CHECK_INT(run_to_exit(env->bin, args, NULL, out, sizeof out, err, sizeof err), 2);
+    CHECK(strstr(err, "stream: gap: ") != NULL);
+    cfg = write_file(env, "bad204.json",
+                     "{\"routes\": [{\"path\": \"/e\", \"status\": 204, \"stream\": \"sse\"}]}");
+    const char *args204[] = {"--check-config", cfg, NULL};
+    CHECK_INT(run_to_exit(env->bin, args204, NULL, out, sizeof out, err, sizeof err), 2);
+    CHECK(strstr(err, "stream: needs a status with a body, not 204") != NULL);
+    stop_expect_clean(&s);
+}
+
+/* A client that leaves an open stream is counted as a cut stream, and nothing of it stays in
+ * flight or open. */
+static void client_leaving_mid_stream_is_counted(const struct itest_env *env)
+{
+    struct server s;
+    START(env, &s, "--delay", "0");
+    int fd = raw_connect(s.port);
+    static const char req[] = "GET /echo?stream=ndjson,gap=50ms HTTP/1.1\r\nHost: x\r\n\r\n";
+    CHECK_INT(send_all(fd, req, sizeof req - 1), 0);
+    char buf[4096];
+    size_t got = 0;
+    double t0 = now_seconds();
+    /* Until three events are in: the head, then three lines. */
+    while (now_seconds() - t0 < 3) {
+        ssize_t n = read(fd, buf + got, sizeof buf - 1 - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        buf[got] = '\0';
+        if (strstr(buf, "\"id\":3,"))
+            break;
+    }
+    CHECK(strstr(buf, "\"id\":3,") != NULL);
+    CHECK_INT(await_stat(h1(&s), "routes./echo.streams.open", 1, 3), 1);
+    close(fd);
+    CHECK_INT(await_stat(h1(&s), "routes./echo.streams.cut", 1, 3), 1);
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "routes./echo.streams.open"), 0);
+    CHECK_INT(json_number(j, "in_flight"), 0);
+    CHECK(json_number(j, "routes./echo.streams.events") >= 3);
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
+/* The gaps and sizes of one seeded stream request on bin: its events' (intended time, data
+ * size) pairs into ev; returns their number. */
+static int seeded_events(const char *bin, const char *seed, struct event *ev)
+{
+    struct server s;
+    struct reply r;
+    const char *args[] = {"--delay", "0", "--seed", seed, NULL};
+    if (server_start(&s, bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return -1;
+    }
+    /* The second request of the route: request i of a route has its own draws. */
+    http_request(s.port, "GET", "/echo?stream=ndjson,count=8,size=1..40,gap=1ms..30ms", NULL, NULL,
+                 &r);
+    http_request(s.port, "GET", "/echo?stream=ndjson,count=8,size=1..40,gap=1ms..30ms", NULL, NULL,
+                 &r);
+    int n = parse_ndjson(r.body, ev, EVENTS_MAX);
+    stop_expect_clean(&s);
+    return n;
+}
+
+/* --seed: event k of request i of a route has the same gap and size on every run and on both
+ * binaries, and another seed gives others. */
+static void seeded_stream_gaps_equal_on_both_binaries(const struct itest_env *env)
+{
+    struct event a[EVENTS_MAX], b[EVENTS_MAX], c[EVENTS_MAX], d[EVENTS_MAX];
+    if (!env->other_bin) {
+        CHECK_FAIL_("%s", "needs the second binary as third argument");
+        return;
+    }
+    CHECK_INT(seeded_events(env->bin, "7", a), 8);
+    CHECK_INT(seeded_events(env->bin, "7", b), 8);
+    CHECK_INT(seeded_events(env->other_bin, "7", c), 8);
+    CHECK_INT(seeded_events(env->bin, "8", d), 8);
+    int differ = 0;
+    for (int i = 0; i < 8; i++) {
+        CHECK_INT(a[i].intended_us, b[i].intended_us);
+        CHECK_INT(a[i].intended_us, c[i].intended_us);
+        CHECK_INT(a[i].data_len, b[i].data_len);
+        CHECK_INT(a[i].data_len, c[i].data_len);
+        differ += a[i].intended_us != d[i].intended_us;
+    }
+    CHECK(differ >= 6);
+    /* The gaps are drawn: not all the same. */
+    CHECK(a[2].intended_us - a[1].intended_us != a[3].intended_us - a[2].intended_us ||
+          a[3].intended_us - a[2].intended_us != a[4].intended_us - a[3].intended_us);
+}
+
+/* Over HTTP/2 a stream is DATA frames on its stream, as over HTTP/1.1 chunks. */
+static void h2_stream_is_data_frames(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    struct event ev[EVENTS_MAX];
+    long version = 0;
+    START(env, &s, "--delay", "0");
+    struct target t = {s.port, 0, CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE, 0};
+    http_request_to(&t, "GET", "/echo?stream=sse,count=4,gap=50ms", NULL, NULL, &r, &version);
+    CHECK_INT(version, CURL_HTTP_VERSION_2_0);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(parse_sse(r.body, ev, EVENTS_MAX), 4);
+    check_schedule("h2", ev, 4, 1, 50000);
+    took("h2 sse count=4 gap=50ms", &r, 0.15);
+    CHECK(r.body_writes >= 2); /* not one piece at the end */
+    stop_expect_clean(&s);
+}
+
+/* A stream on every thread model of both binaries. */
+static void stream_on_every_model(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    struct event ev[EVENTS_MAX];
+    const char *args[] = {"--delay", "0", "--model", env->model, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    http_request(s.port, "GET", "/echo?stream=ndjson,count=4,gap=50ms", NULL, NULL, &r);
+    CHECK_INT(parse_ndjson(r.body, ev, EVENTS_MAX), 4);
+    check_schedule(env->model, ev, 4, 1, 50000);
+    took(env->model, &r, 0.15);
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "routes./echo.streams.events"), 4);
+    CHECK_INT(json_number(j, "in_flight"), 0);
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
+/* 200 streams side by side keep their schedule: each of 5 events 100 ms apart ends on time, and
+ * every event is counted with its lateness. */
+static void many_streams_keep_their_schedule(const struct itest_env *env)
+{
+    enum { N = 200 };
+    struct server s;
+    static long status[N];
+    static double secs[N];
+    static int ok[N];
+    START(env, &s, "--delay", "0");
+    double wall = http_concurrent(s.port, "/echo?stream=sse,count=5,size=32,gap=100ms", N, status,
+                                  secs, ok, "");
+    size_t good = 0;
+    double lo = 1e9, hi = 0;
+    for (size_t i = 0; i < N; i++) {
+        good += status[i] == 200 && secs[i] >= 0.4 && secs[i] <= 0.4 + BATCH_SLACK;
+        lo = secs[i] < lo ? secs[i] : lo;
+        hi = secs[i] > hi ? secs[i] : hi;
+    }
+    if (good != N)
+        CHECK_FAIL_("%zu of %d streams ended in [0.4, %.2f] s (fastest %.3f s, slowest %.3f s, "
+                    "all in %.3f s)",
+                    good, N, 0.4 + BATCH_SLACK, lo, hi, wall);
+    else
+        check_passed++;
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "routes./echo.streams.begun"), N);
+    CHECK_INT(json_number(j, "routes./echo.streams.events"), 5 * N);
+    CHECK_INT(json_number(j, "routes./echo.streams.cut"), 0);
+    CHECK_INT(json_number(j, "routes./echo.stream_event_late_ms.count"), 5 * N);
+    double p99 = json_number(j, "routes./echo.stream_event_late_ms.p99");
+    if (p99 < 0 || p99 > 50)
+        CHECK_FAIL_("event lateness p99 %.3f ms over 200 streams, want under 50 ms", p99);
+    else
+        check_passed++;
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
+/* An open stream in a thread of its own, while the server stops. */
+struct open_stream {
+    struct target t;
+    struct reply r;
+};
+
+static void *run_open_stream(void *arg)
+{
+    struct open_stream *o = arg;
+    http_request_to(&o->t, "GET", "/echo?stream=ndjson,gap=100ms,size=1", NULL, NULL, &o->r, NULL);
+    return NULL;
+}
+
+/* SIGTERM: a stream under way sends on through --grace, then is closed without the end of its
+ * body, and the server exits 0. */
+static void stream_is_cut_at_the_end_of_grace(const struct itest_env *env)
+{
+    struct server s;
+    START(env, &s, "--delay", "0", "--grace", "500ms");
+    struct open_stream o = {.t = *h1(&s)};
+    pthread_t th;
+    pthread_create(&th, NULL, run_open_stream, &o);
+    CHECK_INT(await_stat(h1(&s), "routes./echo.streams.open", 1, 3), 1);
+    double t0 = now_seconds();
+    CHECK_INT(server_stop(&s, 5000, NULL, 0), 0);
+    double stop = now_seconds() - t0;
+    pthread_join(th, NULL);
+    if (stop < 0.5 || stop > 0.5 + LONE_SLACK)
+        CHECK_FAIL_("the stop took %.3f s, want --grace 0.5 s", stop);
+    else
+        check_passed++;
+    CHECK_INT(o.r.status, 200);
+    CHECK(o.r.curl_code != 0); /* no end of the body */
+    struct event ev[EVENTS_MAX];
+    /* Whole events up to the stop (at 0, 100, ... ms, and 500 ms more of grace). */
+    char *last = strrchr(o.r.body, '\n');
+    if (last)
+        last[1] = '\0';
+    int n = parse_ndjson(o.r.body, ev, EVENTS_MAX);
+    CHECK(n >= 5);
+}
+
+static const struct itest_case cases[] = {
+    {"sse_and_ndjson_count_format_and_gaps", sse_and_ndjson_count_format_and_gaps, ITEST_PLAIN, 0},
+    {"stream_bad_values_get_json_400", stream_bad_values_get_json_400, ITEST_PLAIN, 0},
+    {"client_leaving_mid_stream_is_counted", client_leaving_mid_stream_is_counted, ITEST_PLAIN, 0},
+    {"seeded_stream_gaps_equal_on_both_binaries", seeded_stream_gaps_equal_on_both_binaries,
+     ITEST_BOTH, 0},
+    {"h2_stream_is_data_frames", h2_stream_is_data_frames, ITEST_PLAIN, ENGINE_HTTP2},
+    {"stream_on_every_model", stream_on_every_model, ITEST_PER_MODEL, 0},
+    {"stream_is_cut_at_the_end_of_grace", stream_is_cut_at_the_end_of_grace, ITEST_PLAIN, 0},
+    {"many_streams_keep_their_schedule", many_streams_keep_their_schedule, ITEST_PLAIN, 0},
+};
+
+const struct itest_suite itest_suite_streams = {"streams", cases, sizeof cases / sizeof cases[0]};
