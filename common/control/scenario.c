@@ -660,11 +660,12 @@ void scenario_reapply(struct scenario *s, const char *who)
                 control_list_edit(&l, t, r->path, set_delay, &e, c->cfg->max_delay_us, why,
                                   sizeof why);
         }
+    uint64_t from = t->generation; /* t may be retired by the publish */
     long long gen = rc == 0 ? service_publish(c->svc, l.r, l.n) : rc;
     if (gen >= 0)
         LOG(c->log, LOG_LEVEL_INFO,
             "control: %s: scenario phases 0 to %zu applied again: generation %llu -> %lld", who,
-            s->next - 1, (unsigned long long)t->generation, gen);
+            s->next - 1, (unsigned long long)from, gen);
     else
         LOG(c->log, LOG_LEVEL_WARN, "control: %s: scenario phases not applied again: %s", who,
             rc == -EINVAL ? why : "out of memory, or too many generations still answering");
