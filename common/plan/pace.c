@@ -342,14 +342,17 @@ enum pace_step pace_next(const struct pace_spec *p, struct pace_state *s, uint64
         s->base_us = now_us > back ? now_us - back : 0;
         allowed = sent + most;
     }
-    if (allowed > sent) {
+    /* A step is PACE_TICK_US of the rate (at least a byte), or what is left up to the limit:
+     * after the burst that leaves with the head, bytes leave only a whole step at a time, so
+     * that a library that asks for more as soon as it has written (libh2o's proceed) is not
+     * handed a few bytes per write, a busy loop. */
+    uint64_t step = pace_burst(&(struct pace_spec){.rate = p->rate});
+    uint64_t next = sent + step < limit ? sent + step : limit;
+    if (allowed >= next || (!sent && allowed)) {
         uint64_t upto = allowed < limit ? allowed : limit;
         *len = upto - sent;
         return PACE_SEND;
     }
-    /* The next step: PACE_TICK_US of the rate (at least a byte), or up to the limit. */
-    uint64_t step = pace_burst(&(struct pace_spec){.rate = p->rate});
-    uint64_t next = sent + step < limit ? sent + step : limit;
     *due_us = s->base_us + time_for(p->rate, next - burst);
     return PACE_WAIT;
 }

@@ -13,7 +13,7 @@
  *   rate=RATE[,burst=BYTES]   the body leaves through a token bucket of RATE bytes per second
  *                             that holds BURST bytes (default: PACE_TICK_US of the rate, at
  *                             least 1 byte) and is full at the start: BURST bytes go with the
- *                             head, then RATE a second, in steps of PACE_TICK_US at most; a
+ *                             head, then RATE a second, in whole steps of PACE_TICK_US; a
  *                             body that fell behind makes up for PACE_CATCHUP_US at most
  *   read-rate=RATE            the request body is read no faster than RATE bytes per second
  *   reset-after=BYTES         BYTES of the body, then a TCP reset (HTTP/2: the stream's reset)

@@ -187,6 +187,9 @@ void expect_refused(const struct itest_env *env, const struct bad_case *c, int w
 /* The value in kB of `field` ("VmRSS", "VmHWM") in /proc/<pid>/status, or -1. */
 long proc_status_kb(pid_t pid, const char *field);
 
+/* CPU seconds (user + system) process pid has used so far, or -1. */
+double proc_cpu_seconds(pid_t pid);
+
 /* The listen backlog of each IPv4 TCP socket listening on `port`, as `ss -ltn` shows it in its
  * Send-Q column (the kernel's limit of connections completed and not yet accepted, read through
  * sock_diag): fills up to max of them into out and returns how many sockets there are, or -1. */

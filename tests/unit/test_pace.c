@@ -82,6 +82,10 @@ static void pace_next_sends_burst_then_the_rate(void)
     CHECK_U64(due, 1010000); /* the next step: 10 ms of the rate (10 bytes) later */
     CHECK_INT(pace_next(&p, &s, 100, 1010000, 10, &len, &due), PACE_SEND);
     CHECK_U64(len, 10);
+    /* Asked again 1 ms later (the library wrote the step): no byte or two, the next whole step
+     * at its time. */
+    CHECK_INT(pace_next(&p, &s, 100, 1011000, 20, &len, &due), PACE_WAIT);
+    CHECK_U64(due, 1020000);
     /* A step 5 ms late is made up: the average holds. */
     CHECK_INT(pace_next(&p, &s, 100, 1025000, 20, &len, &due), PACE_SEND);
     CHECK_U64(len, 15);
