@@ -239,6 +239,17 @@ static void publish_failed(struct control_answer *a, long long rc)
         control_error(a, 500, "out of memory");
 }
 
+/* -EINVAL with why if route r asks for what the engine cannot do (read-rate where the library
+ * reads a body whole), as the config file's check says; else 0. */
+static int engine_refuses(const struct control *c, const struct config_route *r, char *why,
+                          size_t whylen)
+{
+    if (!r->pace.read_rate || !c->cfg->whole_bodies)
+        return 0;
+    snprintf(why, whylen, "read-rate: %s", c->cfg->whole_bodies);
+    return -EINVAL;
+}
+
 static void patch_route(struct control *c, const char *path, const cJSON *body, const char *who,
                         struct control_answer *a)
 {
@@ -258,6 +269,9 @@ static void patch_route(struct control *c, const char *path, const cJSON *body, 
     }
     int rc = control_list_edit(&l, t, path, control_edit_json, (void *)(uintptr_t)body,
                                c->cfg->max_delay_us, why, sizeof why);
+    long at = rc == 0 ? control_list_find(&l, path) : -1;
+    if (at >= 0)
+        rc = engine_refuses(c, &l.r[at], why, sizeof why);
     long long gen = -1;
     if (rc == 0) {
         char *what = cJSON_PrintUnformatted(body);
@@ -286,7 +300,7 @@ static void patch_route(struct control *c, const char *path, const cJSON *body, 
 }
 
 /* Reads one route object of a PUT or POST into r, checked as the config file does. */
-static int read_route(const cJSON *o, struct config_route *r, uint64_t max_delay_us, char *why,
+static int read_route(const struct control *c, const cJSON *o, struct config_route *r, char *why,
                       size_t whylen)
 {
     memset(r, 0, sizeof *r);
@@ -297,7 +311,9 @@ static int read_route(const cJSON *o, struct config_route *r, uint64_t max_delay
         rc = -EINVAL;
     }
     if (rc == 0)
-        rc = config_route_check(r, max_delay_us, why, whylen);
+        rc = config_route_check(r, c->cfg->max_delay_us, why, whylen);
+    if (rc == 0)
+        rc = engine_refuses(c, r, why, whylen);
     if (rc != 0)
         config_route_free(r);
     return rc;
@@ -344,7 +360,7 @@ static void put_routes(struct control *c, const cJSON *body, const char *who,
     size_t i = 0;
     for (const cJSON *o = arr->child; o; o = o->next, i++) {
         struct config_route r;
-        int rc = read_route(o, &r, c->cfg->max_delay_us, why, sizeof why);
+        int rc = read_route(c, o, &r, why, sizeof why);
         if (rc != 0) {
             snprintf(msg, sizeof msg, "routes[%zu].%s", i, why);
         } else if (strmap_put(&seen, r.path, strlen(r.path), i) == -EEXIST) {
@@ -413,7 +429,7 @@ static void add_route(struct control *c, const cJSON *body, const char *who,
     struct control_list l;
     struct config_route r;
     char why[CORE_ERR_LEN];
-    if (read_route(body, &r, c->cfg->max_delay_us, why, sizeof why) != 0) {
+    if (read_route(c, body, &r, why, sizeof why) != 0) {
         field_error(a, why);
         return;
     }

@@ -1413,6 +1413,7 @@ int config_check_delays(const struct config *cfg, uint64_t max_delay_us, const c
 static int validate(struct config *cfg, const struct config_engine *engine,
                     const unsigned char *set, char *err, size_t errlen)
 {
+    cfg->whole_bodies = engine ? engine->whole_bodies : NULL;
     const unsigned char *set_max_conn = &set[find_def("max-connections") - opt_defs];
     if (!(engine->models & CONFIG_MODEL_BIT(cfg->model))) {
         snprintf(err, errlen, "model: %s runs %s only; '%s' needs %s", engine->program,

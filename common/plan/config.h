@@ -125,6 +125,7 @@ struct config {
     unsigned backlog;           /* listen() backlog of each socket slowsrv opens (not systemd's) */
     uint64_t max_body;          /* bytes */
     uint64_t max_delay_us;      /* ceiling of every delay, configured or requested */
+    const char *whole_bodies;   /* the engine's (config_engine): read-rate is refused */
     uint64_t seed;              /* seed of every random draw */
     int seed_set;               /* 1 if --seed was given; else `seed` is random per start */
     uint64_t grace_us;          /* drain time on SIGTERM */

@@ -15,16 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The control API's port, from the startup line (" control=http://127.0.0.1:PORT"). */
-static unsigned control_port(const struct server *s)
-{
-    const char *p = strstr(s->startup, " control=http");
-    if (!p)
-        return 0;
-    p = strrchr(p, ':');
-    return p ? (unsigned)strtoul(p + 1, NULL, 10) : 0;
-}
-
 /* Sends a request to the control API; returns the status, the parsed body in *json if asked. */
 static long api(unsigned port, const char *method, const char *path, const char *body,
                 const char *auth, cJSON **json)
@@ -89,7 +79,7 @@ static void control_api_answers_alike(const struct itest_env *env)
         CHECK_FAIL_("%s", "servers did not start");
         return;
     }
-    unsigned pa = control_port(&a), pb = control_port(&b);
+    unsigned pa = control_port_of(&a), pb = control_port_of(&b);
     CHECK(pa != 0 && pb != 0);
     for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
         static struct reply ra, rb;
@@ -173,7 +163,7 @@ static void control_port_outlasts_trickling_clients(const struct itest_env *env)
         CHECK_FAIL_("%s", "server did not start");
         return;
     }
-    unsigned cp = control_port(&s);
+    unsigned cp = control_port_of(&s);
     int fds[TRICKLERS];
     static const char head[] = "GET /routes HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
     for (int i = 0; i < TRICKLERS; i++) {
@@ -263,7 +253,7 @@ static void control_token_refuses_before_body(const struct itest_env *env)
         CHECK_FAIL_("%s", "server did not start");
         return;
     }
-    unsigned cp = control_port(&s);
+    unsigned cp = control_port_of(&s);
     static const char *const heads[] = {
         "PUT /routes HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         "Content-Length: 104857600\r\n\r\n",
@@ -301,7 +291,7 @@ static void control_token_is_required(const struct itest_env *env)
         CHECK_FAIL_("%s", "server did not start");
         return;
     }
-    unsigned cp = control_port(&s);
+    unsigned cp = control_port_of(&s);
     static struct reply r;
     const char *none[] = {NULL};
     http_request(cp, "PATCH", "/routes/test", "{\"status\": 500}", none, &r);
@@ -332,7 +322,7 @@ static void control_plane_is_locked_down(const struct itest_env *env)
         CHECK_FAIL_("%s", "server did not start");
         return;
     }
-    unsigned cp = control_port(&s);
+    unsigned cp = control_port_of(&s);
     static struct reply r;
     char host[64];
     snprintf(host, sizeof host, "Host: localhost:%u", cp);
@@ -447,7 +437,7 @@ static void changes_under_load_keep_each_plan(const struct itest_env *env)
     struct reply *replies = calloc(MAXREQ, sizeof *replies);
     CURL **easies = calloc(MAXREQ, sizeof *easies);
     double *began = calloc(MAXREQ, sizeof *began);
-    c->port = control_port(&s);
+    c->port = control_port_of(&s);
     c->changes = 1000;
     c->delay_of[1] = 200;
     CURLM *m = curl_multi_init();
@@ -550,7 +540,7 @@ static void scenario_changes_answers_on_time(const struct itest_env *env)
         CHECK_FAIL_("%s", "server did not start");
         return;
     }
-    unsigned cp = control_port(&s);
+    unsigned cp = control_port_of(&s);
     struct reply r;
     double dur;
     unsigned long long gen;
@@ -659,7 +649,7 @@ static void reset_starts_a_new_run(const struct itest_env *env)
     cJSON *j = settled_stats(h1(&s));
     CHECK_INT(json_number(j, "routes./test.service_ms.count"), 4);
     cJSON_Delete(j);
-    CHECK_INT(api(control_port(&s), "POST", "/reset", NULL, NULL, &j), 200);
+    CHECK_INT(api(control_port_of(&s), "POST", "/reset", NULL, NULL, &j), 200);
     CHECK_INT(json_number(j, "resets"), 1);
     cJSON_Delete(j);
     http_request(s.port, "GET", "/test", NULL, NULL, &r);
@@ -716,7 +706,7 @@ static void drips_and_queued_requests_keep_their_plan(const struct itest_env *en
         pthread_create(&th[i], NULL, fetch_main, &f[i]);
     }
     usleep(200000);
-    CHECK_INT(api(control_port(&s), "PATCH", "/routes/slow",
+    CHECK_INT(api(control_port_of(&s), "PATCH", "/routes/slow",
                   "{\"body\": \"abcdefghij\", \"workers\": 2}", NULL, NULL),
               200);
     for (int i = 0; i < 2; i++)
@@ -809,7 +799,7 @@ static void control_changes_reach_every_model(const struct itest_env *env)
         return;
     }
     CHECK(strstr(s.startup, model) != NULL);
-    unsigned pc = control_port(&s);
+    unsigned pc = control_port_of(&s);
     CHECK(pc != 0);
     struct reply r;
     double dur;
@@ -903,7 +893,7 @@ static void reason_phrases_are_the_registrys(const struct itest_env *env)
     }
     /* The control API's 409: a route that is there already. */
     const char *hdrs[] = {"Content-Type: application/json", NULL};
-    http_request(control_port(&s), "POST", "/routes", "{\"path\": \"/test\"}", hdrs, &r);
+    http_request(control_port_of(&s), "POST", "/routes", "{\"path\": \"/test\"}", hdrs, &r);
     CHECK_INT(r.status, 409);
     CHECK_STR(status_reason(&r, got, sizeof got), "Conflict");
     stop_expect_clean(&s);
@@ -1045,7 +1035,7 @@ static void ten_thousand_routes_are_served(const struct itest_env *env)
         CHECK(metrics && strstr(metrics, "\nslowsrv_scenario_running 0\n"));
         free(metrics);
         /* The control API: PUT 10 000 others, then POST one more and PATCH one of them. */
-        unsigned cp = control_port(&s);
+        unsigned cp = control_port_of(&s);
         char *put = many_routes(N, "p", "put");
         CHECK_INT(api(cp, "PUT", "/routes", put, NULL, NULL), 200);
         free(put);
@@ -1265,7 +1255,7 @@ static void reload_edges(const struct itest_env *env)
         CHECK_FAIL_("%s", "server did not start");
         return;
     }
-    unsigned cp = control_port(&s);
+    unsigned cp = control_port_of(&s);
     struct reply r;
     CHECK_INT(await_stat(h1(&s), "scenario.phase", 0, 3), 0); /* it starts after the line */
     http_request(s.port, "GET", "/test", NULL, NULL, &r);
@@ -1463,7 +1453,7 @@ static void scenario_starts_at_an_instant(const struct itest_env *env)
         CHECK_FAIL_("%s", "server did not start");
         return;
     }
-    unsigned cp = control_port(&s);
+    unsigned cp = control_port_of(&s);
     struct reply r;
     double dur;
     unsigned long long gen;

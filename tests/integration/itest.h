@@ -190,6 +190,10 @@ long proc_status_kb(pid_t pid, const char *field);
 /* CPU seconds (user + system) process pid has used so far, or -1. */
 double proc_cpu_seconds(pid_t pid);
 
+/* The control API's port, from server s's startup line (" control=http://127.0.0.1:PORT"),
+ * or 0. */
+unsigned control_port_of(const struct server *s);
+
 /* The listen backlog of each IPv4 TCP socket listening on `port`, as `ss -ltn` shows it in its
  * Send-Q column (the kernel's limit of connections completed and not yet accepted, read through
  * sock_diag): fills up to max of them into out and returns how many sockets there are, or -1. */

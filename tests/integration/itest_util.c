@@ -435,3 +435,13 @@ double proc_cpu_seconds(pid_t pid)
         return -1;
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
+
+/* The control API's port, from the startup line (" control=http://127.0.0.1:PORT"). */
+unsigned control_port_of(const struct server *s)
+{
+    const char *p = strstr(s->startup, " control=http");
+    if (!p)
+        return 0;
+    p = strrchr(p, ':');
+    return p ? (unsigned)strtoul(p + 1, NULL, 10) : 0;
+}

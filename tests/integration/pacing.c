@@ -325,26 +325,41 @@ static void read_rate_upload_memory_stays_flat(const struct itest_env *env)
 }
 
 /* slowsrv-h2o cannot read a body slowly (libh2o 2.2.5 reads it whole first): read-rate gets a
- * 400 that says so, and a config route with it is refused before anything is bound. slowsrv
- * takes both. */
+ * 400 that says so, from a request, the control API's PATCH and POST alike, and a config route
+ * with it is refused before anything is bound. slowsrv takes them all. */
 static void read_rate_refused_where_bodies_come_whole(const struct itest_env *env)
 {
     struct server s;
-    struct reply r;
-    START(env, &s, "--delay", "0");
+    struct reply r, patch, post;
+    START(env, &s, "--delay", "0", "--control", "0");
+    unsigned cport = control_port_of(&s);
     http_request(s.port, "POST", "/echo?read-rate=1M", "abc", NULL, &r);
+    http_request(cport, "PATCH", "/routes/echo", "{\"read-rate\": \"1M\"}", NULL, &patch);
+    http_request(cport, "POST", "/routes", "{\"path\": \"/in\", \"read-rate\": \"1M\"}", NULL,
+                 &post);
     const char *cfg = write_file(env, "read.json",
                                  "{\"routes\": [{\"path\": \"/in\", \"read-rate\": \"256K\"}]}");
     if (itest_has(env, ENGINE_STREAMS_UPLOADS)) {
         CHECK_INT(r.status, 200);
         CHECK_STR(r.body, "OK");
+        CHECK_INT(patch.status, 200);
+        CHECK_INT(post.status, 201);
         stop_expect_clean(&s);
         return;
     }
+    static const char why[] = "read-rate: slowsrv-h2o cannot read a body slowly (libh2o 2.2.5 "
+                              "reads it whole before slowsrv sees the request); use slowsrv";
     CHECK_INT(r.status, 400);
     CHECK_STR(r.body, "{\"error\": \"read-rate: slowsrv-h2o cannot read a body slowly (libh2o "
                       "2.2.5 reads it whole before slowsrv sees the request); use slowsrv\", "
                       "\"status\": 400}");
+    CHECK_INT(patch.status, 400);
+    CHECK(strstr(patch.body, why) != NULL);
+    CHECK_INT(post.status, 400);
+    CHECK(strstr(post.body, why) != NULL);
+    /* Nothing changed: /echo reads and answers as before. */
+    http_request(s.port, "POST", "/echo", "abc", NULL, &r);
+    CHECK_STR(r.body, "OK");
     stop_expect_clean(&s);
     struct bad_case c = {{"--check-config", cfg}, {NULL}, "routes[0].read-rate: slowsrv-h2o"};
     expect_refused(env, &c, 2);
@@ -356,9 +371,7 @@ static void control_patches_a_route_rate(const struct itest_env *env)
     struct server s;
     struct reply r;
     START(env, &s, "--delay", "0", "--control", "0");
-    const char *at = strstr(s.startup, " control=http");
-    at = at ? strrchr(at, ':') : NULL;
-    unsigned cport = at ? (unsigned)strtoul(at + 1, NULL, 10) : 0;
+    unsigned cport = control_port_of(&s);
     if (!cport) {
         CHECK_FAIL_("no control port in '%s'", s.startup);
         stop_expect_clean(&s);

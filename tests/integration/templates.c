@@ -10,16 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The control API's port, from the startup line (" control=http://127.0.0.1:PORT"). */
-static unsigned control_port(const struct server *s)
-{
-    const char *p = strstr(s->startup, " control=http");
-    if (!p)
-        return 0;
-    p = strrchr(p, ':');
-    return p ? (unsigned)strtoul(p + 1, NULL, 10) : 0;
-}
-
 /* Sends a request to the control API; returns the status, the "error" of its body in err. */
 static long api(unsigned port, const char *method, const char *path, const char *body, char *err,
                 size_t errlen)
@@ -152,7 +142,7 @@ static void ambiguous_templates_are_refused(const struct itest_env *env)
     const char *args[] = {"--config", cfg, "--control", "0", NULL};
     if (!start(env, &s, args))
         return;
-    unsigned cp = control_port(&s);
+    unsigned cp = control_port_of(&s);
     char msg[512];
     CHECK_INT(api(cp, "POST", "/routes", "{\"path\": \"/a/{other}\"}", msg, sizeof msg), 409);
     CHECK_STR(msg, "path: '/a/{other}' and the route '/a/{x}' match the same paths and neither "
