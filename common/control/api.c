@@ -239,17 +239,6 @@ static void publish_failed(struct control_answer *a, long long rc)
         control_error(a, 500, "out of memory");
 }
 
-/* -EINVAL with why if route r asks for what the engine cannot do (read-rate where the library
- * reads a body whole), as the config file's check says; else 0. */
-static int engine_refuses(const struct control *c, const struct config_route *r, char *why,
-                          size_t whylen)
-{
-    if (!r->pace.read_rate || !c->cfg->whole_bodies)
-        return 0;
-    snprintf(why, whylen, "read-rate: %s", c->cfg->whole_bodies);
-    return -EINVAL;
-}
-
 static void patch_route(struct control *c, const char *path, const cJSON *body, const char *who,
                         struct control_answer *a)
 {
@@ -271,7 +260,7 @@ static void patch_route(struct control *c, const char *path, const cJSON *body, 
                                c->cfg->max_delay_us, why, sizeof why);
     long at = rc == 0 ? control_list_find(&l, path) : -1;
     if (at >= 0)
-        rc = engine_refuses(c, &l.r[at], why, sizeof why);
+        rc = control_engine_refuses(c->cfg, &l.r[at], why, sizeof why);
     long long gen = -1;
     if (rc == 0) {
         char *what = cJSON_PrintUnformatted(body);
@@ -313,7 +302,7 @@ static int read_route(const struct control *c, const cJSON *o, struct config_rou
     if (rc == 0)
         rc = config_route_check(r, c->cfg->max_delay_us, why, whylen);
     if (rc == 0)
-        rc = engine_refuses(c, r, why, whylen);
+        rc = control_engine_refuses(c->cfg, r, why, whylen);
     if (rc != 0)
         config_route_free(r);
     return rc;

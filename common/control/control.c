@@ -117,6 +117,15 @@ int control_list_edit(struct control_list *l, const struct route_table *t, const
     return 0;
 }
 
+int control_engine_refuses(const struct config *cfg, const struct config_route *r, char *why,
+                           size_t whylen)
+{
+    if (!r->pace.read_rate || !cfg->whole_bodies)
+        return 0;
+    snprintf(why, whylen, "read-rate: %s", cfg->whole_bodies);
+    return -EINVAL;
+}
+
 int control_edit_json(struct config_route *r, void *json, char *why, size_t whylen)
 {
     return config_route_apply(r, json, 0, why, whylen);

@@ -67,6 +67,11 @@ int control_list_edit(struct control_list *l, const struct route_table *t, const
                       control_edit_fn edit, void *ctx, uint64_t max_delay_us, char *why,
                       size_t whylen);
 
+/* -EINVAL with "<key>: <reason>" in why if route r asks for what the engine of cfg cannot do
+ * (read-rate where its library reads a body whole), as the config file's check says; else 0. */
+int control_engine_refuses(const struct config *cfg, const struct config_route *r, char *why,
+                           size_t whylen);
+
 /* An edit that applies the keys of a JSON object (a struct cJSON *) as config_route_apply. */
 int control_edit_json(struct config_route *r, void *json, char *why, size_t whylen);
 

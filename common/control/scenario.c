@@ -303,9 +303,10 @@ static struct delay_spec ramp_at(const struct ramp *r, double f)
  * loaded). Returns 0,
  * or -EINVAL with "routes./path.key: reason" in why. */
 static int apply_phase(const struct phase *p, struct control_list *l, const struct route_table *t,
-                       const struct route_table *start, uint64_t max_delay_us, char *why,
+                       const struct route_table *start, const struct config *cfg, char *why,
                        size_t whylen)
 {
+    uint64_t max_delay_us = cfg->max_delay_us;
     char kwhy[CORE_ERR_LEN];
     if (p->restore) {
         control_list_free(l);
@@ -316,6 +317,9 @@ static int apply_phase(const struct phase *p, struct control_list *l, const stru
     for (const cJSON *it = p->routes ? p->routes->child : NULL; it; it = it->next) {
         int rc = control_list_edit(l, t, it->string, control_edit_json, (void *)(uintptr_t)it,
                                    max_delay_us, kwhy, sizeof kwhy);
+        long at = rc == 0 ? control_list_find(l, it->string) : -1;
+        if (at >= 0)
+            rc = control_engine_refuses(cfg, &l->r[at], kwhy, sizeof kwhy);
         if (rc == -ENOENT)
             snprintf(why, whylen, "routes.%s: no such route", it->string);
         else if (rc == -EPERM)
@@ -379,7 +383,7 @@ int scenario_check(const struct config *cfg, char *err, size_t errlen)
     }
     rc = control_list_of(l, start);
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        rc = apply_phase(&ph[i], l, start, start, cfg->max_delay_us, why, sizeof why);
+        rc = apply_phase(&ph[i], l, start, start, cfg, why, sizeof why);
         if (rc != 0)
             snprintf(err, errlen, "%s: scenario[%zu].%s", file, i, why);
     }
@@ -413,8 +417,7 @@ static void begin_phase(struct scenario *s, size_t i, uint64_t now)
     struct route_table *t = service_live(c->svc);
     int rc = control_list_of(&l, t);
     if (rc == 0)
-        rc = apply_phase(p, &l, t, c->base ? c->base : &c->svc->routes, c->cfg->max_delay_us, why,
-                         sizeof why);
+        rc = apply_phase(p, &l, t, c->base ? c->base : &c->svc->routes, c->cfg, why, sizeof why);
     if (rc == 0) {
         const char *path = p->routes && p->routes->child ? p->routes->child->string
                            : p->nramps                   ? p->ramps[0].path
@@ -650,7 +653,7 @@ void scenario_reapply(struct scenario *s, const char *who)
     const struct route_table *base = c->base ? c->base : &c->svc->routes;
     int rc = control_list_of(&l, t);
     for (size_t i = 0; rc == 0 && i < s->next; i++)
-        rc = apply_phase(&s->phases[i], &l, t, base, c->cfg->max_delay_us, why, sizeof why);
+        rc = apply_phase(&s->phases[i], &l, t, base, c->cfg, why, sizeof why);
     /* A ramp that reached its end leaves its "to"; one under way goes on from its next step. */
     for (size_t i = 0; rc == 0 && i < s->next; i++)
         for (size_t k = 0; k < s->phases[i].nramps; k++) {

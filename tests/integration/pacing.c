@@ -363,6 +363,13 @@ static void read_rate_refused_where_bodies_come_whole(const struct itest_env *en
     stop_expect_clean(&s);
     struct bad_case c = {{"--check-config", cfg}, {NULL}, "routes[0].read-rate: slowsrv-h2o"};
     expect_refused(env, &c, 2);
+    /* A scenario's phase is checked the same way. */
+    const char *sc = write_file(env, "read-scenario.json",
+                                "{\"scenario\": [{\"at\": \"1s\", \"routes\": {\"/echo\": "
+                                "{\"read-rate\": \"256K\"}}}]}");
+    struct bad_case d = {
+        {"--check-config", sc}, {NULL}, "scenario[0].routes./echo.read-rate: slowsrv-h2o cannot"};
+    expect_refused(env, &d, 2);
 }
 
 /* The control API changes a route's rate; its listing shows the keys as a config gives them. */
