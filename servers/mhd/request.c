@@ -389,7 +389,7 @@ enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const cha
 
 /* The request line is in: the record it returns becomes the request's. It keeps the target as
  * received when it has a query (slowsrv reads it: on_lookup), an access log is open
- * (libmicrohttpd hands the handler the path alone) or its path holds a %00, and stops
+ * (libmicrohttpd hands the handler the path alone) or its path holds a %-encoded byte, and stops
  * libmicrohttpd from parsing the query itself: this runs on its read buffer before it does, and
  * an empty query is what it then parses. */
 void *mhd_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
@@ -413,9 +413,11 @@ void *mhd_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
      * is one the client sent. */
     rq->target_nul = strncmp(uri + n + 1, "HTTP/", 5) != 0;
     char *q = memchr(uri, '?', n);
-    /* libmicrohttpd decodes the path in place before the handler runs: a %00 there would end it,
-     * so the head check is given the target as received. */
-    if (q || loop->srv->svc->access || memmem(uri, plen, "%00", 3)) {
+    /* libmicrohttpd decodes the path in place before the handler runs: a path with a
+     * percent-encoded byte is kept as received, so that the head check sees what was sent (a
+     * %20 or %0A is no bare space or control byte, a %00 ends no string) and the control API
+     * decodes a route's path once, as on slowsrv-h2o. */
+    if (q || loop->srv->svc->access || memchr(uri, '%', plen)) {
         rq->raw_uri = strndup(uri, n);
         rq->raw_len = rq->raw_uri ? n : 0;
     }
