@@ -397,7 +397,29 @@ int scenario_check(const struct config *cfg, char *err, size_t errlen)
     return rc;
 }
 
-/* Publishes phase i. With s->lock held. */
+/* 1 if phase p sets the delay of the route at path: it restores every route, ramps that route,
+ * or gives it a "delay". A ramp of an earlier phase on that route ends there. */
+static int sets_delay(const struct phase *p, const char *path)
+{
+    if (p->restore)
+        return 1;
+    for (size_t k = 0; k < p->nramps; k++)
+        if (strcmp(p->ramps[k].path, path) == 0)
+            return 1;
+    const cJSON *o = p->routes ? cJSON_GetObjectItemCaseSensitive(p->routes, path) : NULL;
+    return cJSON_GetObjectItemCaseSensitive(o, "delay") != NULL;
+}
+
+/* When phase i is due on the run's clock (the timer clock; 0 for an instant before the boot). */
+static uint64_t due_of(const struct scenario *s, size_t i)
+{
+    int64_t at = s->t0_us + (int64_t)s->phases[i].at_us;
+    return at > 0 ? (uint64_t)at : 0;
+}
+
+/* Publishes phase i. Its ramps run from when it was due, so that a start at an instant already
+ * past joins a ramp where the others are; a ramp of an earlier phase whose route this one sets
+ * ends. With s->lock held. */
 static void begin_phase(struct scenario *s, size_t i, uint64_t now)
 {
     struct control *c = s->ctl;
@@ -434,8 +456,14 @@ static void begin_phase(struct scenario *s, size_t i, uint64_t now)
     }
     service_change_unlock(c->svc);
     control_list_free(&l);
+    for (size_t k = 0; k < s->nramps;) {
+        if (sets_delay(p, s->ramps[k].r->path))
+            s->ramps[k] = s->ramps[--s->nramps];
+        else
+            k++;
+    }
     for (size_t k = 0; k < p->nramps && s->nramps < RAMPS_MAX; k++)
-        s->ramps[s->nramps++] = (struct running_ramp){&p->ramps[k], now, now, i};
+        s->ramps[s->nramps++] = (struct running_ramp){&p->ramps[k], due_of(s, i), now, i};
 }
 
 static uint64_t step_of(const struct ramp *r)
@@ -449,7 +477,7 @@ static int step_ramp(struct scenario *s, size_t k, uint64_t now)
 {
     struct control *c = s->ctl;
     struct running_ramp *rr = &s->ramps[k];
-    uint64_t el = now - rr->begun_us;
+    uint64_t el = now > rr->begun_us ? now - rr->begun_us : 0;
     int last = el >= rr->r->over_us;
     struct delay_spec spec = last ? rr->r->to : ramp_at(rr->r, (double)el / (double)rr->r->over_us);
     struct delay_edit e = {&spec};
@@ -654,12 +682,16 @@ void scenario_reapply(struct scenario *s, const char *who)
     int rc = control_list_of(&l, t);
     for (size_t i = 0; rc == 0 && i < s->next; i++)
         rc = apply_phase(&s->phases[i], &l, t, base, c->cfg, why, sizeof why);
-    /* A ramp that reached its end leaves its "to"; one under way goes on from its next step. */
+    /* A ramp that reached its end leaves its "to", unless a later phase set that route; one
+     * under way goes on from its next step. */
     for (size_t i = 0; rc == 0 && i < s->next; i++)
         for (size_t k = 0; k < s->phases[i].nramps; k++) {
             const struct ramp *r = &s->phases[i].ramps[k];
             struct delay_edit e = {&r->to};
-            if (!ramp_running(s, r))
+            size_t j = i + 1;
+            while (j < s->next && !sets_delay(&s->phases[j], r->path))
+                j++;
+            if (!ramp_running(s, r) && j == s->next)
                 control_list_edit(&l, t, r->path, set_delay, &e, c->cfg->max_delay_us, why,
                                   sizeof why);
         }

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "control/api.h"
@@ -185,10 +186,58 @@ static void scenario_phase_at_zero_is_in_force_at_once(void)
     free(cfg.scenario);
 }
 
+static double unix_time(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A start at an instant already past joins a ramp where it stands on the shared clock (a
+ * replica that starts late is in step with the others), and a later phase that sets the route
+ * ends the ramp, also when the phases are applied again. */
+static void scenario_ramp_joins_late_and_ends_when_set(void)
+{
+    struct config cfg = config_defaults;
+    cfg.scenario = strdup("[{\"at\": \"0s\", \"ramp\": {\"/test\": {\"from\": \"1s\", \"to\": "
+                          "\"11s\", \"over\": \"100s\"}}},"
+                          " {\"at\": \"0s\", \"ramp\": {\"/echo\": {\"from\": \"0s\", \"to\": "
+                          "\"1s\", \"over\": \"1s\"}}},"
+                          " {\"at\": \"50s\", \"routes\": {\"/echo\": {\"delay\": \"7s\"}}}]");
+    cfg.scenario_manual = 1;
+    struct service svc;
+    struct control ctl;
+    struct log lg;
+    char err[256];
+    log_init(&lg, "test", LOG_LEVEL_ERROR, stderr);
+    CHECK_INT(service_init(&svc, &cfg, 1, NULL), 0);
+    CHECK_INT(control_init(&ctl, &svc, &cfg, &lg, err, sizeof err), 0);
+    /* Begun 40 s ago: /test is 40 % of the way from 1 s to 11 s. */
+    scenario_start_at(ctl.scenario, unix_time() - 40, "unit");
+    usleep(100000);
+    uint64_t d = live_delay(&svc, "/test", NULL);
+    if (d < 4900000 || d > 5100000)
+        CHECK_FAIL_("40 s into a ramp from 1 s to 11 s over 100 s: %llu us, want about 5 s",
+                    (unsigned long long)d);
+    else
+        check_passed++;
+    CHECK_U64(live_delay(&svc, "/echo", NULL), 1000000); /* its ramp is over */
+    /* Begun 60 s ago: the phase at 50 s set /echo, which its ramp of the phase at 0 s leaves. */
+    scenario_start_at(ctl.scenario, unix_time() - 60, "unit");
+    usleep(100000);
+    CHECK_U64(live_delay(&svc, "/echo", NULL), 7000000);
+    scenario_reapply(ctl.scenario, "unit");
+    CHECK_U64(live_delay(&svc, "/echo", NULL), 7000000);
+    control_cleanup(&ctl);
+    service_cleanup(&svc);
+    free(cfg.scenario);
+}
+
 int main(void)
 {
     scenario_phase_at_zero_is_in_force_at_once();
     scenario_check_names_the_bad_key();
     scenario_runs_its_phases_on_time();
+    scenario_ramp_joins_late_and_ends_when_set();
     return CHECK_DONE();
 }
