@@ -57,6 +57,7 @@ struct ws_sock {
     unsigned char want_out; /* EPOLLOUT is in its events */
     unsigned char gone;     /* the peer or a write failed: end it */
     unsigned char flood;    /* over a budget: close 1008 */
+    uint16_t close_after;   /* the plan's close, once the messages before it are written */
     struct ws_sock *prev, *next;
 };
 
@@ -182,8 +183,9 @@ static void sent_one(struct ws_sock *s)
     s->out++;
     if (s->w)
         atomic_fetch_add_explicit(&s->w->messages_out, 1, memory_order_relaxed);
+    /* wslay sends a close ahead of the messages still queued: it waits for them (settle). */
     if (s->t.spec.close_code && s->t.spec.close_after_n && s->out >= s->t.spec.close_after_n)
-        close_with(s, s->t.spec.close_code, "closed by the route's plan");
+        s->close_after = s->t.spec.close_code;
 }
 
 static void echo_now(struct ws_sock *s, struct ws_echo *e)
@@ -338,6 +340,12 @@ static int settle(struct wsloop *w, struct ws_sock *s)
     }
     if (!s->gone && wslay_event_want_write(s->ctx) && wslay_event_send(s->ctx) != 0)
         s->gone = 1;
+    if (!s->gone && s->close_after && !wslay_event_get_queued_msg_count(s->ctx)) {
+        close_with(s, s->close_after, "closed by the route's plan");
+        s->close_after = 0;
+        if (wslay_event_send(s->ctx) != 0)
+            s->gone = 1;
+    }
     int rd = wslay_event_want_read(s->ctx), wr = wslay_event_want_write(s->ctx);
     /* A close sent and the client's not yet in: wait for it (until the close timer), reading. */
     if (s->gone || (!rd && !wr)) {
@@ -665,6 +673,10 @@ int wsloop_feed(const struct ws_spec *spec, const void *buf, size_t n, struct ws
     wslay_event_recv(s->ctx);
     if (s->flood)
         close_with(s, WSLAY_CODE_POLICY_VIOLATION, "over the frame budget");
+    while (wslay_event_want_write(s->ctx) && wslay_event_send(s->ctx) == 0)
+        ;
+    if (s->close_after)
+        close_with(s, s->close_after, "closed by the route's plan");
     while (wslay_event_want_write(s->ctx) && wslay_event_send(s->ctx) == 0)
         ;
     r->messages_in = s->in;
