@@ -190,7 +190,8 @@ static void sent_one(struct ws_sock *s)
 static void echo_now(struct ws_sock *s, struct ws_echo *e)
 {
     struct wslay_event_msg m = {e->opcode, e->data, e->len};
-    if (!s->closing && wslay_event_queue_msg(s->ctx, &m) == 0)
+    /* Nothing goes out after the plan's close is due, whatever is still queued before it. */
+    if (!s->closing && !s->close_after && wslay_event_queue_msg(s->ctx, &m) == 0)
         sent_one(s);
 }
 
@@ -440,7 +441,7 @@ static void on_timer(struct wsloop *w, struct ws_timer *t, uint64_t now)
         break;
     }
     case T_PUSH: {
-        if (s->closing)
+        if (s->closing || s->close_after)
             break;
         size_t n = s->t.spec.size;
         ws_push_fill(w->scratch, n);
