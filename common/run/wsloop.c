@@ -226,7 +226,8 @@ static void on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_
     }
     e->opcode = arg->opcode;
     e->len = arg->msg_length;
-    memcpy(e->data, arg->msg, arg->msg_length);
+    if (arg->msg_length) /* an empty message has no buffer at all */
+        memcpy(e->data, arg->msg, arg->msg_length);
     uint64_t delay = cut(s, ws_echo_delay_us(&s->t.spec, s->t.key, k));
     if (!delay || !s->w) {
         echo_now(s, e);
