@@ -99,8 +99,8 @@ struct wsloop_feed_result {
 };
 
 /* The framing path of one socket fed from buf alone (n bytes, as if read from a socket that then
- * stays silent), with spec's plan and every echo at once, its writes dropped: for the fuzzer and the
- * unit tests. Returns 0 or -ENOMEM. Any thread. */
+ * stays silent), with spec's plan and every echo at once, its writes dropped: for the fuzzer and
+ * the unit tests. Returns 0 or -ENOMEM. Any thread. */
 int wsloop_feed(const struct ws_spec *spec, const void *buf, size_t n,
                 struct wsloop_feed_result *r);
 
