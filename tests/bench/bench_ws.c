@@ -24,9 +24,9 @@
 
 struct wsconn {
     int fd;
-    int open;       /* 101 read */
-    uint64_t due;   /* next send */
-    uint64_t sent;  /* when the message in flight left; 0: none */
+    int open;      /* 101 read */
+    uint64_t due;  /* next send */
+    uint64_t sent; /* when the message in flight left; 0: none */
     char in[512];
     size_t len;
 };
