@@ -50,7 +50,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_ws PORT PATH N SECONDS [PAUSE_FILE]\n");
         return 2;
     }
-    int port = atoi(argv[1]), n = atoi(argv[3]), secs = atoi(argv[4]);
+    int port = (int)strtol(argv[1], NULL, 10), n = (int)strtol(argv[3], NULL, 10),
+        secs = (int)strtol(argv[4], NULL, 10);
     const char *path = argv[2], *pause_file = argc > 5 ? argv[5] : NULL;
     struct wsconn *c = calloc((size_t)n, sizeof *c);
     size_t cap = (size_t)n * (size_t)(secs + 2), nrtt = 0;
