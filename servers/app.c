@@ -21,6 +21,7 @@
 #include "control/scenario.h"
 #include "base/timer.h"
 #include "report/report.h"
+#include "run/wsloop.h"
 
 extern char **environ;
 
@@ -63,6 +64,16 @@ static int serve(const struct app_engine *engine, const struct config *cfg, cons
         return -ENOMEM;
     }
     int control_fd = -1;
+    /* The WebSocket sockets' loop: a thread of the core's, idle until a socket comes. */
+    struct wsloop_config wc = {cfg->max_connections, cfg->idle_timeout_us, cfg->max_delay_us, al};
+    rc = wsloop_start(&svc->ws, &wc);
+    if (rc != 0) {
+        free(fds);
+        engine->free(*srv);
+        service_cleanup(svc);
+        snprintf(err, errlen, "websocket loop: %s", strerror(-rc));
+        return rc;
+    }
     rc = control_init(ctl, svc, cfg, lg, err, errlen);
     if (rc != 0) {
         free(fds);

@@ -36,6 +36,11 @@ struct accesslog_entry {
     uint64_t delay_us;   /* intended delay */
     uint64_t waited_us;  /* how long it really waited */
     uint64_t service_us; /* request in to answer out */
+    /* A WebSocket's line, written when its socket ends (ws 1): messages received and sent, and
+     * the close code it ended with (1006: it ended without a close frame). */
+    int ws;
+    uint64_t ws_in, ws_out;
+    unsigned ws_close;
 };
 
 /* Opens `path` for appending ("-": standard output). Returns 0, or -errno with

@@ -171,6 +171,11 @@ cJSON *control_route_json(const struct route *r)
         stream_spec_format(&r->stream, sbuf, sizeof sbuf);
         cJSON_AddStringToObject(o, "stream", sbuf);
     }
+    if (r->ws.on) {
+        char wbuf[1200];
+        ws_spec_format(&r->ws, wbuf, sizeof wbuf);
+        cJSON_AddStringToObject(o, "websocket", wbuf);
+    }
     static const char *const faults[] = {"none", "close", "reset", "truncate"};
     if (r->fault != CONFIG_FAULT_NONE)
         cJSON_AddStringToObject(o, "fault", faults[r->fault]);

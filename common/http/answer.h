@@ -37,6 +37,8 @@ struct answer {
     int unsized;     /* an event stream: no Content-Length (HTTP/1.1 chunked coding, HTTP/2 DATA
                         until the end of the stream); body_len is 0, answer_format_h1 is not for
                         it */
+    int upgrade;     /* a WebSocket handshake's 101: the engine sends it through its library's
+                        upgrade and hands the socket to the core (exchange_ws_take) */
     int close;       /* the connection closes after this answer ("Connection: close" is the
                         last of headers) */
     long cached;     /* the start table's route whose answer this is unchanged, for an engine

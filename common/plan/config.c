@@ -959,6 +959,19 @@ int config_route_apply(struct config_route *r, const cJSON *o, int with_path, ch
                              : "must be a string such as \"sse,count=10,gap=100ms\", or \"none\"");
                 return -EINVAL;
             }
+        } else if (strcmp(k, "websocket") == 0) {
+            char serr[256];
+            /* "none", null and false: no WebSocket (a change removes it). */
+            if (cJSON_IsNull(it) || cJSON_IsFalse(it)) {
+                r->ws.on = 0;
+            } else if (!cJSON_IsString(it) ||
+                       ws_spec_parse(&r->ws, it->valuestring, serr, sizeof serr) != 0) {
+                snprintf(why, whylen, "websocket: %s",
+                         cJSON_IsString(it) ? serr
+                                            : "must be a string such as \"echo,delay=100ms\", or "
+                                              "\"none\"");
+                return -EINVAL;
+            }
         } else if (strcmp(k, "fault") == 0) {
             if (cJSON_IsNull(it) || cJSON_IsFalse(it)) {
                 r->fault = CONFIG_FAULT_NONE;
@@ -1034,7 +1047,8 @@ int config_route_apply(struct config_route *r, const cJSON *o, int with_path, ch
         } else {
             snprintf(why, whylen,
                      "%s: unknown key (%smethod, status, body, headers, delay, drip, fault, "
-                     "rate, read-rate, reset-after, stall, slow-close, stream, workers, queue, "
+                     "rate, read-rate, reset-after, stall, slow-close, stream, websocket, workers, "
+                     "queue, "
                      "error-rate, error-status)",
                      k, with_path ? "path, " : "");
             return -EINVAL;
@@ -1098,6 +1112,27 @@ int config_route_check(const struct config_route *r, uint64_t max_delay_us, char
             snprintf(why, whylen,
                      "stream: cannot be shaped by drip, rate, stall, reset-after, slow-close or "
                      "truncate too; keep the stream");
+            return -EINVAL;
+        }
+    }
+    if (r->ws.on) {
+        uint64_t wmax = ws_spec_max_us(&r->ws);
+        if (wmax != UINT64_MAX && wmax > max_delay_us) {
+            char a[32], b[32];
+            delay_format_ms(wmax, a, sizeof a);
+            delay_format_ms(max_delay_us, b, sizeof b);
+            snprintf(why, whylen,
+                     "websocket: a delay of up to %s ms is over --max-delay %s ms; raise "
+                     "--max-delay",
+                     a, b);
+            return -EINVAL;
+        }
+        if (r->stream.format != STREAM_NONE || r->drip.chunks || r->fault != CONFIG_FAULT_NONE ||
+            pace_shapes_body(&r->pace) || r->pace.slow_close_us || r->pace.read_rate ||
+            r->workers) {
+            snprintf(why, whylen,
+                     "websocket: a WebSocket route takes no stream, drip, fault, rate, stall, "
+                     "reset-after, slow-close, read-rate or workers; keep the websocket");
             return -EINVAL;
         }
     }

@@ -18,6 +18,7 @@
 #include "plan/delay.h"
 #include "plan/pace.h"
 #include "plan/stream.h"
+#include "plan/ws.h"
 #include "base/log.h"
 
 #define CONFIG_HOST_LEN 256
@@ -68,6 +69,7 @@ struct config_route {
     enum config_fault fault;   /* instead of the answer */
     struct pace_spec pace;     /* rate, read-rate, reset-after, stall, slow-close (pace.h) */
     struct stream_spec stream; /* an event stream in place of the body (stream.h), or none */
+    struct ws_spec ws;         /* a WebSocket route (ws.h), or none */
     unsigned workers;          /* this route's own worker pool; 0: the global --workers */
     unsigned queue;            /* its queue, with workers */
     int has_error_rate;        /* 1: error_rate below, not --error-rate */

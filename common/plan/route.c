@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "base/timer.h"
+#include "http/wshs.h"
 #include "ui/ui.h"
 
 static const char ct_text[] = "text/plain";
@@ -20,6 +21,7 @@ static const char ct_json[] = "application/json";
 #define STREAM_OVERRIDE (1ULL << 32)
 #define STREAM_ERROR (2ULL << 32)
 #define STREAM_EVENTS (3ULL << 32)
+#define STREAM_WS (4ULL << 32)
 
 static void set_delay(struct route *r, const struct delay_spec *delay)
 {
@@ -115,6 +117,7 @@ static int add_configured(struct route_table *t, const struct config_route *c)
     r->fault = c->fault;
     r->pace = c->pace;
     r->stream = c->stream;
+    r->ws = c->ws;
     r->workers = c->workers;
     r->queue = c->queue;
     r->own_error = c->has_error_rate;
@@ -330,6 +333,7 @@ void route_describe(const struct route *r, struct config_route *out)
     out->fault = r->fault;
     out->pace = r->pace;
     out->stream = r->stream;
+    out->ws = r->ws;
     out->workers = r->workers;
     out->queue = r->queue;
     out->has_error_rate = r->own_error;
@@ -446,6 +450,7 @@ static void plan_error_body(struct plan *out, unsigned status, const char *body,
     out->drip = (struct delay_drip){0, 0};
     out->pace = (struct pace_spec){0};
     out->stream = NULL;
+    out->hdr_name = out->hdr_value = NULL;
     out->truncate = 0;
 }
 
@@ -844,14 +849,53 @@ static void plan_defaults(const struct route_table *t, size_t id, struct plan *o
                                              : PLAN_RESPOND;
     out->cacheable = r->kind == ROUTE_STATIC && !r->drip.chunks && r->fault == CONFIG_FAULT_NONE &&
                      !pace_shapes_body(&r->pace) && !r->pace.slow_close_us && !r->pace.read_rate &&
-                     r->stream.format == STREAM_NONE;
+                     r->stream.format == STREAM_NONE && !r->ws.on;
     out->delay_us = r->delayed && r->timing[0] ? r->delay.a_us : 0;
     out->timing = r->timing[0] ? r->timing : NULL;
     out->drip = r->drip;
     out->pace = r->pace;
     out->stream = r->stream.format != STREAM_NONE ? &r->stream : NULL;
+    out->hdr_name = out->hdr_value = NULL;
     out->truncate = 0;
     out->close = 0;
+}
+
+static long head_lookup(void *ctx, const char *name, char *buf, size_t len)
+{
+    size_t vlen;
+    const char *v = head_value(ctx, name, &vlen);
+    return v ? route_value_copy(v, vlen, buf, len) : -1;
+}
+
+/* A WebSocket route's handshake (http/wshs.h): 101 with its accept value and the key of the
+ * socket's draws (the socket's index within its route), or the 4xx. */
+static void plan_ws(struct route_table *t, const struct route_request *rq, const struct route *r,
+                    struct plan *out)
+{
+    struct wshs_result hs;
+    /* The fields as received where the engine has them: libh2o folds Upgrade away from its
+     * header list. */
+    if (rq->head && !rq->h2)
+        wshs_check(rq->method, head_lookup, (void *)(uintptr_t)rq->head, 0,
+                   t->cfg->tls_cert[0] != '\0', &hs);
+    else
+        wshs_check(rq->method, rq->lookup, rq->ctx, rq->h2, t->cfg->tls_cert[0] != '\0', &hs);
+    if (hs.status != 101) {
+        route_plan_error(out, hs.status, hs.why);
+        out->hdr_name = hs.hdr_name;
+        out->hdr_value = hs.hdr_value;
+        return;
+    }
+    uint64_t index = atomic_fetch_add_explicit(&t->seq[r->slot], 1, memory_order_relaxed);
+    out->action = PLAN_UPGRADE;
+    out->status = 101;
+    out->body = "";
+    out->body_len = 0;
+    out->delay_us = 0;
+    out->timing = NULL;
+    out->cacheable = 0;
+    memcpy(out->ws_accept, hs.accept, sizeof hs.accept);
+    out->ws_key = delay_random(t->seed, STREAM_WS | r->slot, index);
 }
 
 int route_cached_plan(const struct route_table *t, size_t id, struct plan *out)
@@ -918,6 +962,10 @@ void route_plan(struct route_table *t, const struct route_request *rq, struct pl
     size_t id = (size_t)(r - t->routes);
     uint64_t index = UINT64_MAX; /* taken from seq[slot] when a draw needs it */
     plan_defaults(t, id, out);
+    if (r->ws.on) {
+        plan_ws(t, rq, r, out);
+        return;
+    }
     enum config_fault fault = r->fault;
     if (r->delayed && !r->timing[0]) {
         /* A random delay: number the request within its route so the draw is reproducible. */

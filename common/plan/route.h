@@ -32,6 +32,7 @@
 #include "plan/pace.h"
 #include "plan/pathtrie.h"
 #include "plan/stream.h"
+#include "plan/ws.h"
 #include "http/answer.h"
 #include "http/head.h"
 #include "http/target.h"
@@ -69,6 +70,7 @@ struct route {
     enum config_fault fault;   /* a fault instead of the answer, or none */
     struct pace_spec pace;     /* rate, read-rate and mid-body faults (pace.h) */
     struct stream_spec stream; /* an event stream in place of the body (stream.h), or none */
+    struct ws_spec ws;         /* a WebSocket route (ws.h): the handshake, then the socket loop */
     unsigned workers, queue;   /* its own worker pool (service.h), or 0 */
     double error_rate;         /* share answered error_status instead (--error-rate, or its
                                   own "error-rate") */
@@ -130,6 +132,8 @@ enum plan_action {
     PLAN_RESET,       /* answer nothing: reset the connection */
     PLAN_CLOSE,       /* answer nothing: close the connection */
     PLAN_CONTROL,     /* a request of the control listener: the control API answers it */
+    PLAN_UPGRADE,     /* a WebSocket handshake: 101, then the socket goes to the core's socket
+                         loop (run/wsloop.h) with the route's ws plan */
 };
 
 struct plan {
@@ -157,6 +161,11 @@ struct plan {
     uint64_t stream_key;
     uint64_t stream_first;
     uint64_t stream_until_us;
+    /* A WebSocket route's (PLAN_UPGRADE): its Sec-WebSocket-Accept value and the key of its
+     * draws; or a field its 4xx carries (426: Upgrade or Sec-WebSocket-Version), else NULL. */
+    char ws_accept[32];
+    uint64_t ws_key;
+    const char *hdr_name, *hdr_value;
     int cacheable; /* 1 if this is the route's default answer: an engine may reuse one
                       prebuilt response per route for it */
     int truncate;  /* announce body_len, send half of it, then close */

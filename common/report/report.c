@@ -10,11 +10,86 @@
 #include "base/timer.h"
 #include "control/control.h"
 #include "control/scenario.h"
+#include "run/wsloop.h"
 
 struct report_ctx {
     struct service *s;
     const struct route_table *t;
 };
+
+/* The WebSocket sockets (run/wsloop.h): open now, adopted, messages each way, the closes for a
+ * flood, and every socket's end by close code. */
+static void add_websocket(const struct service *s, cJSON *root)
+{
+    struct wsloop_counts c;
+    wsloop_counts(s->ws, &c);
+    cJSON *o = cJSON_AddObjectToObject(root, "websocket");
+    cJSON *closes = o ? cJSON_AddObjectToObject(o, "closes") : NULL;
+    if (!closes)
+        return;
+    cJSON_AddNumberToObject(o, "open", (double)c.open);
+    cJSON_AddNumberToObject(o, "opened", (double)c.opened);
+    cJSON_AddNumberToObject(o, "messages_in", (double)c.messages_in);
+    cJSON_AddNumberToObject(o, "messages_out", (double)c.messages_out);
+    cJSON_AddNumberToObject(o, "budget_closes", (double)c.budget);
+    char code[8];
+    for (size_t i = 0; i < WSLOOP_CODES; i++) {
+        if (!c.closes[i])
+            continue;
+        snprintf(code, sizeof code, "%zu", 1000 + i);
+        cJSON_AddNumberToObject(closes, code, (double)c.closes[i]);
+    }
+    if (c.closes_other)
+        cJSON_AddNumberToObject(closes, "other", (double)c.closes_other);
+}
+
+/* The same for Prometheus, appended to text (len bytes used of it). Returns the new text, or
+ * NULL (text freed) when out of memory. */
+static char *metrics_websocket(const struct service *s, char *text, size_t len)
+{
+    struct wsloop_counts c;
+    wsloop_counts(s->ws, &c);
+    char tail[2400];
+    int n = snprintf(tail, sizeof tail,
+                     "# HELP slowsrv_websocket_open WebSocket sockets open.\n"
+                     "# TYPE slowsrv_websocket_open gauge\nslowsrv_websocket_open %llu\n"
+                     "# HELP slowsrv_websocket_opened_total WebSocket sockets opened (101).\n"
+                     "# TYPE slowsrv_websocket_opened_total counter\n"
+                     "slowsrv_websocket_opened_total %llu\n"
+                     "# HELP slowsrv_websocket_messages_total WebSocket messages, by direction.\n"
+                     "# TYPE slowsrv_websocket_messages_total counter\n"
+                     "slowsrv_websocket_messages_total{direction=\"in\"} %llu\n"
+                     "slowsrv_websocket_messages_total{direction=\"out\"} %llu\n"
+                     "# HELP slowsrv_websocket_budget_closes_total WebSocket sockets closed 1008 "
+                     "for a flood of frames.\n"
+                     "# TYPE slowsrv_websocket_budget_closes_total counter\n"
+                     "slowsrv_websocket_budget_closes_total %llu\n"
+                     "# HELP slowsrv_websocket_closes_total WebSocket sockets ended, by close "
+                     "code.\n"
+                     "# TYPE slowsrv_websocket_closes_total counter\n",
+                     (unsigned long long)c.open, (unsigned long long)c.opened,
+                     (unsigned long long)c.messages_in, (unsigned long long)c.messages_out,
+                     (unsigned long long)c.budget);
+    for (size_t i = 0; n > 0 && (size_t)n < sizeof tail && i <= WSLOOP_CODES; i++) {
+        uint64_t v = i < WSLOOP_CODES ? c.closes[i] : c.closes_other;
+        if (!v)
+            continue;
+        char code[8];
+        snprintf(code, sizeof code, "%zu", 1000 + i);
+        n += snprintf(tail + n, sizeof tail - (size_t)n,
+                      "slowsrv_websocket_closes_total{code=\"%s\"} %llu\n",
+                      i < WSLOOP_CODES ? code : "other", (unsigned long long)v);
+    }
+    if (n < 0 || (size_t)n >= sizeof tail)
+        return text;
+    char *out = realloc(text, len + (size_t)n + 1);
+    if (!out) {
+        free(text);
+        return NULL;
+    }
+    memcpy(out + len, tail, (size_t)n + 1);
+    return out;
+}
 
 /* What /stats shows of the live table, the scenario and the configuration (the /ui page). */
 static void add_live(void *ctx, cJSON *root)
@@ -34,6 +109,7 @@ static void add_live(void *ctx, cJSON *root)
     cJSON_AddNumberToObject(c, "changes", (double)atomic_load(&s->changes));
     if (s->scenario)
         scenario_report(s->scenario, root);
+    add_websocket(s, root);
     cJSON *cfg = cJSON_AddObjectToObject(root, "config");
     cJSON *routes = cfg ? cJSON_AddArrayToObject(cfg, "routes") : NULL;
     if (!routes)
@@ -135,10 +211,12 @@ char *report_text(const struct service *cs, enum plan_action what)
                          (unsigned long long)atomic_load(&s->reloads_error));
         size_t len = text ? strlen(text) : 0;
         out = text && n > 0 ? realloc(text, len + (size_t)n + 1) : NULL;
-        if (out)
+        if (out) {
             memcpy(out + len, tail, (size_t)n + 1);
-        else
+            out = metrics_websocket(s, out, len + (size_t)n);
+        } else {
             free(text);
+        }
     } else {
         struct report_ctx rc = {s, t};
         out = stats_to_json_with(s->stats, names, nnames, uptime, pools ? &pc : NULL, &c, add_live,

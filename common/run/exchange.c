@@ -96,6 +96,38 @@ static const struct route_request *origin_form(const struct route_request *rq,
     return tmp;
 }
 
+/* A WebSocket handshake answered 101: the socket's plan, copied for the socket loop. During the
+ * stop, without a socket loop, or out of memory, a 503 in its place. */
+static void ws_ticket(struct exchange *x, const struct route_request *rq)
+{
+    struct wsloop *loop = x->svc->ws;
+    const char *why = service_stopping(x->svc) ? "server stopping"
+                      : !loop                  ? "websocket: no socket loop"
+                                               : NULL;
+    if (!why && !(x->ws = calloc(1, sizeof *x->ws)))
+        why = "out of memory";
+    if (why) {
+        route_plan_error(&x->plan, 503, why);
+        x->plan.close = 1;
+        x->stopped = 1;
+        return;
+    }
+    struct wsloop_ticket *t = x->ws;
+    t->loop = loop;
+    t->spec = x->plan.route->ws;
+    t->key = x->plan.ws_key;
+    t->begun_us = x->begun_us;
+    snprintf(t->route, sizeof t->route, "%s", x->plan.route->path);
+    const char *target = rq->raw_target ? rq->raw_target : rq->target;
+    size_t n = rq->raw_target ? (rq->raw_target_len ? rq->raw_target_len : strlen(target))
+                              : rq->target_len;
+    snprintf(t->target, sizeof t->target, "%.*s",
+             (int)(n < sizeof t->target ? n : sizeof t->target - 1), target);
+    net_format_peer(rq->peer, t->client, sizeof t->client);
+    /* The socket outlives the handshake's connection: --max-requests does not close it. */
+    x->plan.close = 0;
+}
+
 /* An event stream's run, with its own copy of the spec; a 503 in the plan's place when it cannot
  * be had. */
 static void stream_run(struct exchange *x)
@@ -147,6 +179,7 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
     x->linger_until_us = 0;
     x->read_got = 0;
     x->ev = NULL;
+    x->ws = NULL;
     x->plan.stream = NULL;
     /* The plan is made by the live table, which stays this request's until exchange_end. */
     x->table = control ? NULL : service_table_acquire(svc, stats_shard_index(sh));
@@ -195,8 +228,12 @@ static void begin(struct exchange *x, struct service *svc, struct stats_shard *s
         x->plan.close = 1;
         x->refused_head = 1;
     }
-    /* /healthz, /stats and /metrics are neither counted nor logged. */
-    x->access = x->plan.stats_id != STATS_UNCOUNTED ? svc->access : NULL;
+    if (x->plan.action == PLAN_UPGRADE)
+        ws_ticket(x, rq);
+    /* /healthz, /stats and /metrics are neither counted nor logged; a WebSocket is logged by
+     * the socket loop when its socket ends. */
+    x->access =
+        x->plan.stats_id != STATS_UNCOUNTED && x->plan.action != PLAN_UPGRADE ? svc->access : NULL;
     x->record = x->access ? calloc(1, sizeof *x->record) : NULL;
     if (x->record) {
         if (rq->raw_target) {
@@ -386,6 +423,13 @@ static void call_body(struct exchange_call *c, const void *buf, size_t len)
     if (!c->too_big)
         memcpy(c->body + c->rq.body_len, buf, len);
     c->rq.body_len += len;
+}
+
+struct wsloop_ticket *exchange_ws_take(struct exchange *x)
+{
+    struct wsloop_ticket *t = x->ws;
+    x->ws = NULL;
+    return t;
 }
 
 enum exchange_do exchange_on_head(struct exchange *x, void *owner, struct conn *conn,
@@ -710,7 +754,20 @@ static void answer_plan(const struct plan *p, const char *timing, struct answer 
 {
     a->status = p->status;
     a->nheaders = 0;
+    a->upgrade = p->action == PLAN_UPGRADE;
+    if (a->upgrade) {
+        /* The library adds Connection: upgrade (and its Date) to a 101 it sends. */
+        answer_add_header(a, "Upgrade", "websocket");
+        answer_add_header(a, "Sec-WebSocket-Accept", p->ws_accept);
+        a->body = "";
+        a->body_len = 0;
+        a->paced = a->unsized = a->close = 0;
+        a->cached = -1;
+        return;
+    }
     answer_add_header(a, "Content-Type", p->content_type);
+    if (p->hdr_name)
+        answer_add_header(a, p->hdr_name, p->hdr_value);
     if (timing)
         answer_add_header(a, "Server-Timing", timing);
     if (p->allow)
@@ -755,6 +812,7 @@ void exchange_answer_of(struct exchange *x, struct answer *a)
         a->body = r->body;
         a->body_len = r->body ? r->body_len : 0;
         a->paced = 0;
+        a->upgrade = 0;
         a->close = 1;
         a->cached = -1;
     } else {
@@ -1046,6 +1104,8 @@ void exchange_end(struct exchange *x, struct timer_heap *h)
     else if (!x->answered && !broken)
         stats_cancel(x->shard, x->plan.stats_id);
     stats_request_end(x->shard, x->plan.stats_id, x->answered);
+    free(x->ws);
+    x->ws = NULL;
     if (x->ev) {
         if (x->ev->begun)
             stats_stream_end(x->shard, x->plan.stats_id, !x->ev->done);

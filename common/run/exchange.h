@@ -43,6 +43,7 @@
 #include "plan/route.h"
 #include "run/conn.h"
 #include "run/service.h"
+#include "run/wsloop.h"
 #include "base/stats.h"
 #include "base/timer.h"
 #include "http/answer.h"
@@ -171,6 +172,11 @@ int exchange_write_h1(struct exchange *x, int fd);
  * default answer (what exchange_answer_of gives with a->cached == i). Returns 0, or -1 if the
  * route has none fixed. Any thread, while svc lives. */
 int exchange_cached_answer(const struct service *svc, size_t i, struct answer *a);
+
+/* After a 101 answer (answer.upgrade): the socket's plan, the caller's to hand to wsloop_adopt
+ * (which copies it) and then free(); NULL if taken already. The engine takes it before the
+ * request ends (exchange_end frees one not taken). */
+struct wsloop_ticket *exchange_ws_take(struct exchange *x);
 
 /* The engine queued the answer: records its service time and, for a delayed request, the
  * intended delay and how late the answer came after it was due. An answer sent whole frees its

@@ -98,6 +98,8 @@ struct exchange {
     uint64_t linger_until_us;       /* slow-close: the end is held until then; 0: not begun */
     uint64_t read_got;              /* request body bytes read (read-rate) */
     struct exchange_stream *ev;     /* an event stream's run (plan.stream), or NULL */
+    struct wsloop_ticket *ws;       /* PLAN_UPGRADE: the socket's plan, until the engine takes
+                                       it (exchange_ws_take); else NULL */
     struct accesslog *access;       /* the table's access log, or NULL */
     struct exchange_record *record; /* only with an access log */
     struct plan plan;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "base/timer.h"
+#include "run/wsloop.h"
 
 static struct pool *new_pool(unsigned workers, unsigned queue, int *rc)
 {
@@ -73,6 +74,7 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
     s->slot_hint = 0;
     pthread_mutex_init(&s->change_lock, NULL);
     s->access = access;
+    s->ws = NULL;
     s->overflow_reset = cfg->overflow == CONFIG_OVERFLOW_RESET;
     s->max_connections = cfg->max_connections;
     s->max_requests = cfg->max_requests;
@@ -141,6 +143,8 @@ int service_init(struct service *s, const struct config *cfg, size_t nshards,
 
 void service_cleanup(struct service *s)
 {
+    wsloop_stop(s->ws);
+    s->ws = NULL;
     for (size_t i = 0; i < SERVICE_GENERATIONS; i++) {
         if (s->tables[i] && s->tables[i] != &s->routes) {
             route_table_cleanup(s->tables[i]);
@@ -380,6 +384,7 @@ void service_reloaded(struct service *s, int ok, const char *why, const char *ne
 void service_stop(struct service *s)
 {
     atomic_store_explicit(&s->stopping, 1, memory_order_release);
+    wsloop_going_away(s->ws);
 }
 
 int service_stopping(const struct service *s)

@@ -75,6 +75,7 @@ struct service_control {
 };
 
 struct service;
+struct wsloop;
 
 /* The body of /stats or /metrics (report.h): malloc'd, or NULL if out of memory. */
 typedef char *(*service_report_fn)(const struct service *s, enum plan_action what);
@@ -115,6 +116,8 @@ struct service {
     unsigned control_port;          /* its port, 0 when off */
     char ui_csp[600];               /* the /ui page's Content-Security-Policy */
     struct accesslog *access;       /* --access-log, or NULL when off */
+    struct wsloop *ws;              /* the WebSocket sockets' loop (run/wsloop.h), set by the
+                                       program; NULL: none */
     int overflow_reset;             /* beyond a pool: reset instead of 503 */
     struct stats *stats;
     uint64_t started_us;            /* timer_now_us clock */

@@ -7,10 +7,13 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "base/net.h"
 #include "h2o.h"
 #include "pool_fit.h"
+
+#include <h2o/http1.h>
 
 /* The socket under req, or NULL. */
 static h2o_socket_t *socket_of(h2o_req_t *req)
@@ -121,6 +124,46 @@ static void on_paced_proceed(h2o_generator_t *gen, h2o_req_t *req)
         send_paced(r);
 }
 
+static void break_connection(struct h2s_request *r, int rst);
+
+/* A WebSocket's socket, once libh2o has written its 101 and let go of the connection: taken out
+ * of libh2o's loop and handed to the core's socket loop, with the bytes read past the request
+ * (reqsize bytes of the input are the request). libh2o closes its own descriptor; the core keeps
+ * a second one. */
+static void on_upgraded(void *data, h2o_socket_t *sock, size_t reqsize)
+{
+    struct wsloop_ticket *t = data;
+    h2o_socket_export_t info;
+    if (sock && h2o_socket_export(sock, &info) == 0) {
+        int fd = dup(info.fd);
+        size_t have = info.input->size > reqsize ? info.input->size - reqsize : 0;
+        if (fd >= 0)
+            wsloop_adopt(t, fd, info.input->bytes + reqsize, have);
+        h2o_socket_dispose_export(&info);
+    }
+    free(t);
+}
+
+/* A WebSocket handshake's 101 (answer.upgrade): libh2o writes it with Connection: upgrade and
+ * calls on_upgraded. Over HTTP/2 the core answers 400 instead, so the request is HTTP/1.1. */
+static void respond_upgrade(struct h2s_request *r, const struct answer *a)
+{
+    h2o_req_t *req = r->req;
+    struct wsloop_ticket *t = exchange_ws_take(r->x);
+    if (!t || req->version >= 0x200) {
+        free(t);
+        break_connection(r, 0);
+        return;
+    }
+    req->res.status = (int)a->status;
+    req->res.reason = a->reason;
+    req->res.content_length = SIZE_MAX;
+    for (size_t i = 0; i < a->nheaders; i++)
+        add_header(req, a, a->headers[i].name, a->headers[i].value);
+    exchange_answer(r->x);
+    h2o_http1_upgrade(req, NULL, 0, on_upgraded, t);
+}
+
 /* The core's answer (exchange_answer_of). Its body is sent as it is, not copied (h2o_send_inline
  * would copy it into the request's pool): it lives as long as the request, and a client that
  * stops reading, or an HTTP/2 stream whose window stays shut, holds no copy of a large body. */
@@ -129,6 +172,10 @@ static void respond(struct h2s_request *r)
     h2o_req_t *req = r->req;
     struct answer a;
     exchange_answer_of(r->x, &a);
+    if (a.upgrade) {
+        respond_upgrade(r, &a);
+        return;
+    }
     req->res.status = (int)a.status;
     req->res.reason = a.reason;
     /* SIZE_MAX: libh2o then sends no content-length; a bodiless status gets no body either,

@@ -73,7 +73,8 @@ int mhd_start_daemon(struct mhd_shard *shard, unsigned conn_limit, char *err)
         /* TLS 1.2 and 1.3 only (RFC 8996 deprecates 1.0 and 1.1); GnuTLS's NORMAL would also
          * offer 1.0 and 1.1 to a client that asks. slowsrv-h2o sets the same floor on OpenSSL. */
         OPT(MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)(uintptr_t)TLS_PRIORITIES);
-    }
+    } else
+        flags |= MHD_ALLOW_UPGRADE; /* a WebSocket route's 101 (cleartext only: wshs.h) */
     OPT(MHD_OPTION_END, 0, NULL);
 #undef OPT
     shard->daemon = MHD_start_daemon(flags, 0, NULL, NULL, mhd_on_request, shard, MHD_OPTION_ARRAY,

@@ -131,12 +131,60 @@ static ssize_t read_paced(void *cls, uint64_t pos, char *buf, size_t max)
     }
 }
 
+/* A WebSocket's socket, once libmicrohttpd has sent its 101: handed to the core's socket loop
+ * through a descriptor of the core's own, with the bytes read past the head. libmicrohttpd's
+ * close of its own descriptor then skips its shutdown (watch.c), which would end the socket
+ * under the core. */
+static void on_upgraded(void *cls, struct MHD_Connection *connection, void *con_cls,
+                        const char *extra_in, size_t extra_in_size, MHD_socket sock,
+                        struct MHD_UpgradeResponseHandle *urh)
+{
+    struct wsloop_ticket *t = cls;
+    struct request *rq = con_cls;
+    (void)connection;
+    int fd = dup(sock);
+    if (fd >= 0) {
+        mhd_watch_linger(sock, 1);
+        wsloop_adopt(t, fd, extra_in, extra_in_size);
+    }
+    free(t);
+    /* libmicrohttpd resumes the connection to clean it up on its next run: the shard is due. */
+    MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+    if (rq)
+        atomic_store_explicit(&rq->shard->due, 1, memory_order_release);
+}
+
+/* A WebSocket handshake's 101 (answer.upgrade): libmicrohttpd calls on_upgraded once the head
+ * is out. Its own "Connection: Upgrade" is written as libh2o writes it, so that the head is the
+ * same bytes on both binaries but for the Date. */
+static enum MHD_Result respond_upgrade(struct request *rq, const struct answer *a)
+{
+    struct wsloop_ticket *t = exchange_ws_take(rq->x);
+    struct MHD_Response *resp = t ? MHD_create_response_for_upgrade(on_upgraded, t) : NULL;
+    if (!resp) {
+        free(t);
+        return MHD_NO;
+    }
+    MHD_del_response_header(resp, "Connection", "Upgrade");
+    MHD_add_response_header(resp, "Connection", "upgrade");
+    add_headers(resp, a);
+    enum MHD_Result ret = MHD_queue_response(rq->conn, a->status, resp);
+    MHD_destroy_response(resp);
+    if (ret == MHD_YES)
+        exchange_answer(rq->x);
+    else
+        free(t);
+    return ret;
+}
+
 /* The answer the core made, queued as libmicrohttpd's: the start table's route answers from
  * the loop's prebuilt ones, the others built per request. */
 static enum MHD_Result respond(struct request *rq)
 {
     struct answer a;
     exchange_answer_of(rq->x, &a);
+    if (a.upgrade)
+        return respond_upgrade(rq, &a);
     struct mhd_loop *loop = rq->shard->loop;
     struct MHD_Response *resp = a.cached >= 0 ? cached(loop->srv, loop, (size_t)a.cached) : NULL;
     int fresh = resp == NULL;

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds the libFuzzer targets with clang in build-fuzz/ and fuzzes each TARGET named (default:
-# all of them: multipart multipart_oracle delay config route head h1frame), one after the other, for
+# all of them: multipart multipart_oracle delay config route head h1frame ws), one after the other, for
 # FUZZ_SECONDS each (default 60). Before fuzzing a target, its past findings
 # (tests/fuzz/findings/<target>-*) are run once: one that fails again counts as a finding and
 # that target is not fuzzed. New inputs go to build-fuzz/fuzz-<target>/corpus (kept between
@@ -14,7 +14,7 @@
 #        FUZZ_SECONDS=30 tests/fuzz/run.sh delay config route head
 set -eu
 
-all="multipart multipart_oracle delay config route head h1frame"
+all="multipart multipart_oracle delay config route head h1frame ws"
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 seconds=${FUZZ_SECONDS:-60}

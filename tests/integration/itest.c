@@ -27,10 +27,10 @@ unsigned check_passed;
 unsigned check_failed;
 
 static const struct itest_suite *const suites[] = {
-    &itest_suite_lifecycle, &itest_suite_routes,  &itest_suite_delays,    &itest_suite_stats,
-    &itest_suite_upload,    &itest_suite_h2_tls,  &itest_suite_hostile,   &itest_suite_limits,
-    &itest_suite_soak,      &itest_suite_control, &itest_suite_templates, &itest_suite_pacing,
-    &itest_suite_streams,
+    &itest_suite_lifecycle, &itest_suite_routes,    &itest_suite_delays,    &itest_suite_stats,
+    &itest_suite_upload,    &itest_suite_h2_tls,    &itest_suite_hostile,   &itest_suite_limits,
+    &itest_suite_soak,      &itest_suite_control,   &itest_suite_templates, &itest_suite_pacing,
+    &itest_suite_streams,   &itest_suite_websocket,
 };
 
 static const char usage[] = "usage: itest BINARY CASE [OTHER_BINARY]\n"

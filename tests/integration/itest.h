@@ -105,6 +105,7 @@ extern const struct itest_suite itest_suite_control;   /* control.c */
 extern const struct itest_suite itest_suite_templates; /* templates.c */
 extern const struct itest_suite itest_suite_pacing;    /* pacing.c */
 extern const struct itest_suite itest_suite_streams;   /* streams.c */
+extern const struct itest_suite itest_suite_websocket; /* websocket.c */
 
 /* Starts env->bin with the given arguments into the struct server *s, or fails the case and
  * returns from it (a case function only). */

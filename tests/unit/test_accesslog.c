@@ -66,7 +66,7 @@ static void accesslog_reopen_follows_a_rotated_file(void)
     int fd = mkstemp(path);
     close(fd);
     struct accesslog al;
-    struct accesslog_entry e = {0, "-", "GET", "/", "/", 200, 0, 2, 0, 0, 0};
+    struct accesslog_entry e = {0, "-", "GET", "/", "/", 200, 0, 2, 0, 0, 0, 0, 0, 0, 0};
     CHECK_INT(accesslog_open(&al, path, err, sizeof err), 0);
     accesslog_write(&al, &e);
     snprintf(moved, sizeof moved, "%s.1", path);
