@@ -117,9 +117,13 @@ size_t accesslog_format(char *buf, size_t len, const struct accesslog_entry *e)
         emit(&o, "null");
     emit(&o,
          ", \"status\": %u, \"bytes_in\": %llu, \"bytes_out\": %llu, \"delay_ms\": %.3f, "
-         "\"waited_ms\": %.3f, \"service_ms\": %.3f}\n",
+         "\"waited_ms\": %.3f, \"service_ms\": %.3f",
          e->status, (unsigned long long)e->bytes_in, (unsigned long long)e->bytes_out,
          ms(e->delay_us), ms(e->waited_us), ms(e->service_us));
+    if (e->stream_end)
+        emit(&o, ", \"events\": %llu, \"stream_end\": \"%s\"", (unsigned long long)e->events,
+             e->stream_end);
+    emit(&o, "}\n");
     if (o.full) {
         buf[0] = '\0';
         return 0;
