@@ -15,7 +15,12 @@
  * The body is read as lines, with no chunked decoding: each event is one chunk, so a chunk's
  * size line is a line of its own and is skipped.
  *
- *   sse_load PORT CONNECTIONS RAMP_S MEASURE_S PATH
+ * With "poll GAP_MS" it is the floor to compare with instead: each connection asks for PATH (a
+ * static body, from nginx) once every GAP_MS on a kept-alive connection, on a fixed schedule,
+ * and "client" is each answer's time from its request to its last byte (the server figures are
+ * -1). The same messages per second, as requests and answers.
+ *
+ *   sse_load PORT CONNECTIONS RAMP_S MEASURE_S PATH [poll GAP_MS]
  *
  * Build: gcc -std=gnu11 -O2 -Wall -o sse_load tests/bench/sse_load.c
  */
@@ -39,6 +44,12 @@
 struct conn {
     int fd;
     int sent;                /* the request went */
+    int busy;                /* poll: an answer is awaited */
+    int late;                /* poll: its next request is due already */
+    int in_body;             /* poll: the answer's head is in */
+    uint64_t body_left;      /* poll: bytes of the answer's body still to come */
+    uint64_t clen;           /* poll: the answer's Content-Length */
+    uint64_t asked_at;       /* poll: when the request went (us) */
     int have_first;          /* the first event's arrival and intended time are known */
     uint64_t first_arrival;  /* us, CLOCK_MONOTONIC */
     uint64_t first_intended; /* us */
@@ -104,12 +115,71 @@ static int open_conn(struct conn *c, int ep, unsigned port, uint32_t idx)
     return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
 }
 
+/* poll: the schedule, a FIFO of (connection, due): every connection asks again one gap after
+ * its last due time, so entries go in in order of their due times. */
+struct due {
+    uint32_t c;
+    uint64_t at;
+};
+
+/* poll: sends c's request now. Returns 0 or -1. */
+static int ask(struct conn *c, const char *req, int reqlen, uint64_t now)
+{
+    if (write(c->fd, req, (size_t)reqlen) != reqlen)
+        return -1;
+    c->busy = 1;
+    c->late = 0;
+    c->in_body = 0;
+    c->clen = 0;
+    c->len = 0;
+    c->asked_at = now;
+    return 0;
+}
+
+/* poll: reads answers' bytes of c; each whole answer's time goes to h (when now >= from).
+ * Returns 1 when an answer ended. */
+static int take_answer(struct conn *c, const char *buf, size_t got, uint64_t now, uint64_t from,
+                       struct hist *h)
+{
+    int ended = 0;
+    for (size_t i = 0; i < got; i++) {
+        if (c->in_body) {
+            size_t take = got - i < c->body_left ? got - i : (size_t)c->body_left;
+            c->body_left -= take;
+            i += take - 1;
+        } else if (buf[i] != '\n') {
+            if (c->len < LINE_MAX_LEN - 1)
+                c->line[c->len++] = buf[i];
+            continue;
+        } else {
+            c->line[c->len] = '\0';
+            c->len = 0;
+            unsigned long long n;
+            if (sscanf(c->line, "Content-Length: %llu", &n) == 1)
+                c->clen = n;
+            if (strcmp(c->line, "\r") != 0)
+                continue;
+            c->in_body = 1;
+            c->body_left = c->clen;
+        }
+        if (c->in_body && c->body_left == 0) {
+            if (now >= from)
+                hist_add(h, (int64_t)(now - c->asked_at));
+            c->busy = 0;
+            c->in_body = 0;
+            ended = 1;
+        }
+    }
+    return ended;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 6) {
-        fprintf(stderr, "usage: sse_load PORT CONNECTIONS RAMP_S MEASURE_S PATH\n");
+    if (argc != 6 && !(argc == 8 && strcmp(argv[6], "poll") == 0)) {
+        fprintf(stderr, "usage: sse_load PORT CONNECTIONS RAMP_S MEASURE_S PATH [poll GAP_MS]\n");
         return 2;
     }
+    uint64_t gap_us = argc == 8 ? strtoull(argv[7], NULL, 10) * 1000 : 0;
     unsigned port = (unsigned)strtoul(argv[1], NULL, 10);
     uint32_t n = (uint32_t)strtoul(argv[2], NULL, 10);
     double ramp = strtod(argv[3], NULL), measure = strtod(argv[4], NULL);
@@ -120,7 +190,9 @@ int main(int argc, char **argv)
     struct hist server = {calloc(NBUCKETS, sizeof(uint32_t)), 0, 0};
     struct hist client = {calloc(NBUCKETS, sizeof(uint32_t)), 0, 0};
     int ep = epoll_create1(0);
-    if (!cs || !server.b || !client.b || ep < 0) {
+    struct due *q = calloc(n, sizeof *q);
+    size_t qhead = 0, qlen = 0;
+    if (!cs || !server.b || !client.b || ep < 0 || !q) {
         fprintf(stderr, "sse_load: out of memory\n");
         return 1;
     }
@@ -146,7 +218,22 @@ int main(int argc, char **argv)
             }
             opened++;
         }
-        int k = epoll_wait(ep, evs, 512, 5);
+        /* poll: the requests due by now; one whose answer is still out goes when it ends. */
+        while (qlen && q[qhead].at <= now) {
+            struct due d = q[qhead];
+            qhead = (qhead + 1) % n;
+            qlen--;
+            struct conn *c = &cs[d.c];
+            if (c->fd < 0)
+                continue;
+            if (c->busy)
+                c->late = 1;
+            else if (ask(c, req, reqlen, now) != 0)
+                failed++;
+            q[(qhead + qlen) % n] = (struct due){d.c, d.at + gap_us};
+            qlen++;
+        }
+        int k = epoll_wait(ep, evs, 512, 1);
         now = now_us();
         for (int e = 0; e < k; e++) {
             struct conn *c = &cs[evs[e].data.u32];
@@ -162,6 +249,12 @@ int main(int argc, char **argv)
                 c->sent = 1;
                 struct epoll_event ev = {.events = EPOLLIN, .data.u32 = evs[e].data.u32};
                 epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+                if (gap_us) {
+                    c->busy = 1;
+                    c->asked_at = now;
+                    q[(qhead + qlen) % n] = (struct due){evs[e].data.u32, now + gap_us};
+                    qlen++;
+                }
             }
             if (!(evs[e].events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
                 continue;
@@ -172,6 +265,12 @@ int main(int argc, char **argv)
                 closed++;
                 close(c->fd);
                 c->fd = -1;
+                continue;
+            }
+            if (gap_us) {
+                if (take_answer(c, buf, (size_t)got, now, from, &client) && c->late &&
+                    ask(c, req, reqlen, now) != 0)
+                    failed++;
                 continue;
             }
             for (ssize_t i = 0; i < got; i++) {
@@ -202,15 +301,16 @@ int main(int argc, char **argv)
     uint32_t open_now = 0;
     for (uint32_t i = 0; i < opened; i++)
         if (cs[i].fd >= 0) {
-            open_now += cs[i].have_first;
+            open_now += gap_us ? cs[i].sent : cs[i].have_first;
             close(cs[i].fd);
         }
     printf("connections=%u streaming=%u failed=%u closed_early=%u events=%llu "
            "events_per_s=%.0f server_p50_ms=%.3f server_p99_ms=%.3f server_p999_ms=%.3f "
            "server_max_ms=%.3f client_p50_ms=%.3f client_p99_ms=%.3f client_p999_ms=%.3f "
            "client_max_ms=%.3f\n",
-           opened, open_now, failed, closed, (unsigned long long)server.n,
-           (double)server.n / measure, hist_q(&server, 0.5), hist_q(&server, 0.99),
+           opened, open_now, failed, closed,
+           (unsigned long long)(gap_us ? client.n : server.n),
+           (double)(gap_us ? client.n : server.n) / measure, hist_q(&server, 0.5), hist_q(&server, 0.99),
            hist_q(&server, 0.999), (double)server.max_us / 1000.0, hist_q(&client, 0.5),
            hist_q(&client, 0.99), hist_q(&client, 0.999), (double)client.max_us / 1000.0);
     (void)events_all;
