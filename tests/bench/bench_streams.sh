@@ -69,7 +69,7 @@ run_one() { # binary
         --max-connections 19000 2>"$tmp/$name.err" &
     pid=$!
     live[$pid]=$name
-    for _ in $(seq 50); do grep -q 'listening on' "$tmp/$name.err" && break; sleep 0.1; done
+    for _ in $(seq 50); do grep -qs "listening on" "$tmp/$name.err" && break; sleep 0.1; done
     port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$tmp/$name.err" | sed 's/.*://')
     cport=$(grep -o 'control=http://127.0.0.1:[0-9]*' "$tmp/$name.err" | sed 's/.*://')
     wait_quiet
