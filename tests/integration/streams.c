@@ -377,13 +377,18 @@ static void h2_stream_is_data_frames(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
-/* A stream on every thread model of both binaries. */
+static void check_stream_line(const char *log, const char *path, int events, const char *end,
+                              size_t bytes);
+
+/* A stream on every thread model of both binaries, and its access-log line. */
 static void stream_on_every_model(const struct itest_env *env)
 {
     struct server s;
     struct reply r;
     struct event ev[EVENTS_MAX];
-    const char *args[] = {"--delay", "0", "--model", env->model, NULL};
+    char log[300];
+    snprintf(log, sizeof log, "%s/access.log", env->tmpdir);
+    const char *args[] = {"--delay", "0", "--model", env->model, "--access-log", log, NULL};
     if (server_start(&s, env->bin, args, NULL) != 0) {
         CHECK_FAIL_("%s", "server did not start");
         return;
@@ -397,6 +402,7 @@ static void stream_on_every_model(const struct itest_env *env)
     CHECK_INT(json_number(j, "in_flight"), 0);
     cJSON_Delete(j);
     stop_expect_clean(&s);
+    check_stream_line(log, "/echo?stream=ndjson,count=4,gap=50ms", 4, "complete", r.body_len);
 }
 
 /* 200 streams side by side keep their schedule: each of 5 events 100 ms apart ends on time, and
@@ -658,8 +664,20 @@ static void stream_head_is_the_streams_head(const struct itest_env *env)
         else
             check_passed++;
     }
+    if (itest_has(env, ENGINE_HTTP2)) {
+        /* Over HTTP/2 the same head, with no length either. */
+        long version = 0;
+        struct target t = {s.port, 0, CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE, 0};
+        http_request_to(&t, "HEAD", "/events", NULL, NULL, &r, &version);
+        CHECK_INT(version, CURL_HTTP_VERSION_2_0);
+        CHECK_INT(r.status, 200);
+        CHECK_STR(reply_header(&r, "Content-Type", buf, sizeof buf), "text/event-stream");
+        CHECK(reply_header(&r, "Content-Length", buf, sizeof buf) == NULL);
+        CHECK_INT(r.body_len, 0);
+        CHECK(r.seconds < 0.2);
+    }
     cJSON *j = settled_stats(h1(&s));
-    CHECK_INT(json_number(j, "routes./events.requests"), 1);
+    CHECK_INT(json_number(j, "routes./events.requests"), itest_has(env, ENGINE_HTTP2) ? 2 : 1);
     CHECK_INT(json_number(j, "routes./events.streams.begun"), 0);
     cJSON_Delete(j);
     stop_expect_clean(&s);
