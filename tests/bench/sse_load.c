@@ -293,8 +293,8 @@ int main(int argc, char **argv)
                 if (now < from)
                     continue;
                 hist_add(&server, (int64_t)sent - (int64_t)in);
-                hist_add(&client, (int64_t)(now - c->first_arrival) -
-                                      (int64_t)(in - c->first_intended));
+                hist_add(&client,
+                         (int64_t)(now - c->first_arrival) - (int64_t)(in - c->first_intended));
             }
         }
     }
@@ -308,11 +308,11 @@ int main(int argc, char **argv)
            "events_per_s=%.0f server_p50_ms=%.3f server_p99_ms=%.3f server_p999_ms=%.3f "
            "server_max_ms=%.3f client_p50_ms=%.3f client_p99_ms=%.3f client_p999_ms=%.3f "
            "client_max_ms=%.3f\n",
-           opened, open_now, failed, closed,
-           (unsigned long long)(gap_us ? client.n : server.n),
-           (double)(gap_us ? client.n : server.n) / measure, hist_q(&server, 0.5), hist_q(&server, 0.99),
-           hist_q(&server, 0.999), (double)server.max_us / 1000.0, hist_q(&client, 0.5),
-           hist_q(&client, 0.99), hist_q(&client, 0.999), (double)client.max_us / 1000.0);
+           opened, open_now, failed, closed, (unsigned long long)(gap_us ? client.n : server.n),
+           (double)(gap_us ? client.n : server.n) / measure, hist_q(&server, 0.5),
+           hist_q(&server, 0.99), hist_q(&server, 0.999), (double)server.max_us / 1000.0,
+           hist_q(&client, 0.5), hist_q(&client, 0.99), hist_q(&client, 0.999),
+           (double)client.max_us / 1000.0);
     (void)events_all;
     return failed || closed ? 1 : 0;
 }
