@@ -123,6 +123,9 @@ size_t accesslog_format(char *buf, size_t len, const struct accesslog_entry *e)
     if (e->ws)
         emit(&o, ", \"messages_in\": %llu, \"messages_out\": %llu, \"close\": %u",
              (unsigned long long)e->ws_in, (unsigned long long)e->ws_out, e->ws_close);
+    if (e->stream_end)
+        emit(&o, ", \"events\": %llu, \"stream_end\": \"%s\"", (unsigned long long)e->events,
+             e->stream_end);
     emit(&o, "}\n");
     if (o.full) {
         buf[0] = '\0';

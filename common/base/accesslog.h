@@ -27,15 +27,18 @@ struct accesslog_entry {
     int64_t time_ms;    /* wall clock, ms since the epoch */
     const char *client; /* "127.0.0.1:50012" */
     const char *method;
-    const char *target;  /* path and query as received (possibly cut short) */
-    const char *route;   /* the route that answered, as configured (a template as written:
-                            "/api/orders/{id}"), or NULL for none (a 404, a refused head) */
-    unsigned status;     /* 0: no answer (the client left) */
-    uint64_t bytes_in;   /* request body bytes */
-    uint64_t bytes_out;  /* answer body bytes */
-    uint64_t delay_us;   /* intended delay */
-    uint64_t waited_us;  /* how long it really waited */
-    uint64_t service_us; /* request in to answer out */
+    const char *target;     /* path and query as received (possibly cut short) */
+    const char *route;      /* the route that answered, as configured (a template as written:
+                               "/api/orders/{id}"), or NULL for none (a 404, a refused head) */
+    unsigned status;        /* 0: no answer (the client left) */
+    uint64_t bytes_in;      /* request body bytes */
+    uint64_t bytes_out;     /* answer body bytes */
+    uint64_t delay_us;      /* intended delay */
+    uint64_t waited_us;     /* how long it really waited */
+    uint64_t service_us;    /* request in to answer out */
+    const char *stream_end; /* an event stream's end ("complete", "max-delay", "client-left",
+                               "stopped"), or NULL for an answer that is not one */
+    uint64_t events;        /* an event stream's events sent */
     /* A WebSocket's line, written when its socket ends (ws 1): messages received and sent, and
      * the close code it ended with (1006: it ended without a close frame). */
     int ws;

@@ -23,6 +23,7 @@ struct ramp {
     char *path;
     struct delay_spec from, to;
     uint64_t over_us;
+    int gap; /* it ramps the route's stream gap, not its delay ("of": "stream-gap") */
 };
 
 struct phase {
@@ -119,6 +120,13 @@ static int parse_ramp(const cJSON *o, struct ramp *r, char *why, size_t whylen)
                 return -EINVAL;
             }
             have |= spec == &r->from ? 1 : 2;
+        } else if (strcmp(it->string, "of") == 0) {
+            if (!cJSON_IsString(it) || (strcmp(it->valuestring, "delay") != 0 &&
+                                        strcmp(it->valuestring, "stream-gap") != 0)) {
+                snprintf(why, whylen, "of: must be \"delay\" or \"stream-gap\"");
+                return -EINVAL;
+            }
+            r->gap = strcmp(it->valuestring, "stream-gap") == 0;
         } else if (strcmp(it->string, "over") == 0) {
             if (json_duration(it, &r->over_us) != 0 || r->over_us == 0) {
                 snprintf(why, whylen, "over: must be a duration above 0 (e.g. \"30s\")");
@@ -126,7 +134,7 @@ static int parse_ramp(const cJSON *o, struct ramp *r, char *why, size_t whylen)
             }
             have |= 4;
         } else {
-            snprintf(why, whylen, "%s: unknown key (from, to, over)", it->string);
+            snprintf(why, whylen, "%s: unknown key (from, to, over, of)", it->string);
             return -EINVAL;
         }
     }
@@ -282,6 +290,26 @@ static int set_delay(struct config_route *r, void *ctx, char *why, size_t whylen
     return 0;
 }
 
+/* A ramp of a stream's gap: the route must have a stream already (its phase's routes, or an
+ * earlier change, give it one). */
+static int set_gap(struct config_route *r, void *ctx, char *why, size_t whylen)
+{
+    if (r->stream.format == STREAM_NONE) {
+        snprintf(why, whylen,
+                 "the route has no stream to ramp the gap of; give it one first (\"routes\": "
+                 "{PATH: {\"stream\": \"sse\"}})");
+        return -EINVAL;
+    }
+    r->stream.gap = *((const struct delay_edit *)ctx)->spec;
+    return 0;
+}
+
+/* The edit ramp r makes: the route's delay or its stream's gap. */
+static int (*ramp_edit(const struct ramp *r))(struct config_route *, void *, char *, size_t)
+{
+    return r->gap ? set_gap : set_delay;
+}
+
 /* The spec at fraction f (0..1) of the way from a to b (of the same form). */
 static struct delay_spec ramp_at(const struct ramp *r, double f)
 {
@@ -334,7 +362,7 @@ static int apply_phase(const struct phase *p, struct control_list *l, const stru
         for (int end = 0; end < 2; end++) {
             struct delay_edit e = {end ? &r->to : &r->from};
             int rc =
-                control_list_edit(l, t, r->path, set_delay, &e, max_delay_us, kwhy, sizeof kwhy);
+                control_list_edit(l, t, r->path, ramp_edit(r), &e, max_delay_us, kwhy, sizeof kwhy);
             if (rc == -ENOENT)
                 snprintf(why, whylen, "ramp.%s: no such route", r->path);
             else if (rc == -EPERM)
@@ -346,7 +374,7 @@ static int apply_phase(const struct phase *p, struct control_list *l, const stru
         }
         /* The phase leaves the ramp at its start; the steps follow. */
         struct delay_edit e = {&r->from};
-        control_list_edit(l, t, r->path, set_delay, &e, max_delay_us, kwhy, sizeof kwhy);
+        control_list_edit(l, t, r->path, ramp_edit(r), &e, max_delay_us, kwhy, sizeof kwhy);
     }
     return 0;
 }
@@ -397,17 +425,18 @@ int scenario_check(const struct config *cfg, char *err, size_t errlen)
     return rc;
 }
 
-/* 1 if phase p sets the delay of the route at path: it restores every route, ramps that route,
- * or gives it a "delay". A ramp of an earlier phase on that route ends there. */
-static int sets_delay(const struct phase *p, const char *path)
+/* 1 if phase p sets what ramp r moves: it restores every route, ramps the same on r's route,
+ * or gives that route a "delay" (a ramp of the delay) or a "stream" (a ramp of its gap). r ends
+ * there. */
+static int supersedes(const struct phase *p, const struct ramp *r)
 {
     if (p->restore)
         return 1;
     for (size_t k = 0; k < p->nramps; k++)
-        if (strcmp(p->ramps[k].path, path) == 0)
+        if (strcmp(p->ramps[k].path, r->path) == 0 && p->ramps[k].gap == r->gap)
             return 1;
-    const cJSON *o = p->routes ? cJSON_GetObjectItemCaseSensitive(p->routes, path) : NULL;
-    return cJSON_GetObjectItemCaseSensitive(o, "delay") != NULL;
+    const cJSON *o = p->routes ? cJSON_GetObjectItemCaseSensitive(p->routes, r->path) : NULL;
+    return cJSON_GetObjectItemCaseSensitive(o, r->gap ? "stream" : "delay") != NULL;
 }
 
 /* When phase i is due on the run's clock (the timer clock; 0 for an instant before the boot). */
@@ -457,7 +486,7 @@ static void begin_phase(struct scenario *s, size_t i, uint64_t now)
     service_change_unlock(c->svc);
     control_list_free(&l);
     for (size_t k = 0; k < s->nramps;) {
-        if (sets_delay(p, s->ramps[k].r->path))
+        if (supersedes(p, s->ramps[k].r))
             s->ramps[k] = s->ramps[--s->nramps];
         else
             k++;
@@ -486,7 +515,7 @@ static int step_ramp(struct scenario *s, size_t k, uint64_t now)
     service_change_lock(c->svc);
     struct route_table *t = service_live(c->svc);
     if (control_list_of(&l, t) == 0 &&
-        control_list_edit(&l, t, rr->r->path, set_delay, &e, c->cfg->max_delay_us, why,
+        control_list_edit(&l, t, rr->r->path, ramp_edit(rr->r), &e, c->cfg->max_delay_us, why,
                           sizeof why) == 0) {
         if (last) {
             char who[64];
@@ -689,10 +718,10 @@ void scenario_reapply(struct scenario *s, const char *who)
             const struct ramp *r = &s->phases[i].ramps[k];
             struct delay_edit e = {&r->to};
             size_t j = i + 1;
-            while (j < s->next && !sets_delay(&s->phases[j], r->path))
+            while (j < s->next && !supersedes(&s->phases[j], r))
                 j++;
             if (!ramp_running(s, r) && j == s->next)
-                control_list_edit(&l, t, r->path, set_delay, &e, c->cfg->max_delay_us, why,
+                control_list_edit(&l, t, r->path, ramp_edit(r), &e, c->cfg->max_delay_us, why,
                                   sizeof why);
         }
     uint64_t from = t->generation; /* t may be retired by the publish */
@@ -833,6 +862,8 @@ void scenario_report(struct scenario *s, cJSON *o)
                 cJSON_AddStringToObject(one, "from", a);
                 cJSON_AddStringToObject(one, "to", b);
                 cJSON_AddNumberToObject(one, "over_s", (double)p->ramps[k].over_us / 1e6);
+                if (p->ramps[k].gap)
+                    cJSON_AddStringToObject(one, "of", "stream-gap");
             }
         }
         if (s->began_unix[i] > 0)

@@ -34,9 +34,9 @@ struct answer {
     size_t body_len; /* what Content-Length announces (0 and absent when bodiless) */
     int bodiless;    /* 1xx, 204, 304: neither a body nor a Content-Length */
     int paced;       /* the body leaves in pieces, each handed over by exchange_body_take */
-    int unsized;     /* an event stream: no Content-Length (HTTP/1.1 chunked coding, HTTP/2 DATA
-                        until the end of the stream); body_len is 0, answer_format_h1 is not for
-                        it */
+    int unsized;     /* an event stream, or its HEAD (not paced): no Content-Length (HTTP/1.1
+                        chunked coding, HTTP/2 DATA until the end of the stream); body_len is 0,
+                        answer_format_h1 is not for it */
     int upgrade;     /* a WebSocket handshake's 101: the engine sends it through its library's
                         upgrade and hands the socket to the core (exchange_ws_take) */
     int close;       /* the connection closes after this answer ("Connection: close" is the

@@ -451,6 +451,7 @@ static void plan_error_body(struct plan *out, unsigned status, const char *body,
     out->pace = (struct pace_spec){0};
     out->stream = NULL;
     out->hdr_name = out->hdr_value = NULL;
+    out->stream_head = 0;
     out->truncate = 0;
 }
 
@@ -794,9 +795,14 @@ static int plan_stream(struct route_table *t, const struct route_request *rq, co
         route_plan_error(out, 400, msg);
         return -1;
     }
-    /* A HEAD answer is the head alone, with the route's own Content-Type. */
+    /* A HEAD answer is GET's head alone: the stream's Content-Type, no length, no body. */
     if (strcmp(rq->method, "HEAD") == 0) {
         out->stream = NULL;
+        out->stream_head = 1;
+        out->content_type = stream_content_type(s->format);
+        out->body = "";
+        out->body_len = 0;
+        out->cacheable = 0;
         return 0;
     }
     uint64_t last = 0;
@@ -856,6 +862,7 @@ static void plan_defaults(const struct route_table *t, size_t id, struct plan *o
     out->pace = r->pace;
     out->stream = r->stream.format != STREAM_NONE ? &r->stream : NULL;
     out->hdr_name = out->hdr_value = NULL;
+    out->stream_head = 0;
     out->truncate = 0;
     out->close = 0;
 }

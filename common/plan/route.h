@@ -166,10 +166,12 @@ struct plan {
     char ws_accept[32];
     uint64_t ws_key;
     const char *hdr_name, *hdr_value;
-    int cacheable; /* 1 if this is the route's default answer: an engine may reuse one
-                      prebuilt response per route for it */
-    int truncate;  /* announce body_len, send half of it, then close */
-    int close;     /* close the connection after this answer (Connection: close) */
+    int stream_head; /* HEAD of a stream: the stream's head (its Content-Type, no length), no
+                        body */
+    int cacheable;   /* 1 if this is the route's default answer: an engine may reuse one
+                        prebuilt response per route for it */
+    int truncate;    /* announce body_len, send half of it, then close */
+    int close;       /* close the connection after this answer (Connection: close) */
     /* A plan needs one or the other, never both: an error of route_plan_error is answered at
      * once, with no Server-Timing, and an injected error (error-rate), which keeps its delay,
      * answers its route's prebuilt body. Every waiting request carries this record. */

@@ -144,8 +144,10 @@ static void stream_run(struct exchange *x)
     x->ev->id = x->plan.stream_first;
     x->ev->due_rel = 0;
     x->ev->sent = 0;
+    x->ev->bytes = 0;
     x->ev->begun = 0;
     x->ev->done = 0;
+    x->ev->end = STREAM_END_CLIENT_LEFT;
     x->plan.stream = &x->ev->spec;
 }
 
@@ -289,6 +291,7 @@ static void take_answer(struct exchange *x)
     x->plan.cacheable = 0;
     x->plan.drip = (struct delay_drip){0, 0};
     x->plan.stream = NULL;
+    x->plan.stream_head = 0;
     x->plan.truncate = 0;
 }
 
@@ -662,8 +665,11 @@ enum exchange_do exchange_on_timer(struct exchange *x, int peer_gone, int give_u
     if (x->state == EXCHANGE_SENDING) {
         /* The next chunk of a paced body is due: sent on, unless the server gives up on it
          * (its head is out: all that is left is to close). */
-        if (give_up)
+        if (give_up) {
+            if (x->ev && !x->ev->done)
+                x->ev->end = STREAM_END_STOPPED;
             return decide(x, EXCHANGE_DO_CLOSE);
+        }
         return EXCHANGE_DO_SEND;
     }
     if (x->state == EXCHANGE_READ_PAUSED) {
@@ -778,7 +784,7 @@ static void answer_plan(const struct plan *p, const char *timing, struct answer 
     a->body_len = p->body_len;
     a->paced = p->drip.chunks > 0 || p->truncate || pace_shapes_body(&p->pace) ||
                p->pace.slow_close_us || p->stream;
-    a->unsized = p->stream != NULL;
+    a->unsized = p->stream != NULL || p->stream_head;
     if (a->unsized)
         answer_add_header(a, "Cache-Control", "no-cache");
     a->close = p->close;
@@ -813,6 +819,7 @@ void exchange_answer_of(struct exchange *x, struct answer *a)
         a->body_len = r->body ? r->body_len : 0;
         a->paced = 0;
         a->upgrade = 0;
+        a->unsized = 0;
         a->close = 1;
         a->cached = -1;
     } else {
@@ -932,6 +939,7 @@ static enum exchange_body stream_step(struct exchange *x, uint64_t now_us, uint6
     uint64_t last = s->count ? s->count : p->stream_first + STREAM_COUNT_MAX - 1;
     if (ev->id > last || (!s->count && ev->due_rel > p->stream_until_us)) {
         ev->done = 1;
+        ev->end = ev->id > last ? STREAM_END_COMPLETE : STREAM_END_MAX_DELAY;
         return EXCHANGE_BODY_DONE;
     }
     uint64_t due = x->sent_us + ev->due_rel;
@@ -946,6 +954,7 @@ static enum exchange_body stream_step(struct exchange *x, uint64_t now_us, uint6
     if (!ev->len)
         return EXCHANGE_BODY_CUT;
     ev->base = sent;
+    ev->bytes += ev->len;
     ev->sent++;
     stats_event(x->shard, p->stats_id, now_us - due);
     ev->id++;
@@ -1065,11 +1074,18 @@ static void log_request(struct exchange *x)
         .route = x->plan.route ? x->plan.route->path : NULL,
         .status = x->answered,
         .bytes_in = r->bytes_in,
-        .bytes_out = x->answered ? x->plan.body_len : 0,
+        .bytes_out = x->ev         ? x->ev->bytes
+                     : x->answered ? x->plan.body_len
+                                   : 0,
         .delay_us = x->plan.delay_us,
         .waited_us = wait_start && done > wait_start ? done - wait_start : 0,
         .service_us = done - x->begun_us,
     };
+    if (x->ev && x->ev->begun) {
+        static const char *const ends[] = {"client-left", "complete", "max-delay", "stopped"};
+        e.stream_end = ends[x->ev->end];
+        e.events = x->ev->sent;
+    }
     accesslog_write(x->access, &e);
     free(r);
     x->record = NULL;

@@ -32,6 +32,14 @@ struct exchange_record {
  * its spec (a copy: a request's own lives on the stack of the call that planned it), the event
  * being sent (len bytes of buf, from byte `base` of the body), the next event's id and when it
  * is due (microseconds after the answer), the events sent. */
+/* How an event stream ended, for its access-log line. */
+enum exchange_stream_end {
+    STREAM_END_CLIENT_LEFT = 0, /* the client left before its end (the default) */
+    STREAM_END_COMPLETE,        /* its count of events went out */
+    STREAM_END_MAX_DELAY,       /* no count: its next event would have come after --max-delay */
+    STREAM_END_STOPPED,         /* the server stopped and --grace ran out */
+};
+
 struct exchange_stream {
     struct stream_spec spec;
     size_t len;
@@ -39,8 +47,10 @@ struct exchange_stream {
     uint64_t id;
     uint64_t due_rel;
     uint64_t sent;
+    uint64_t bytes;      /* bytes of its events handed to the engine */
     unsigned char begun; /* counted as open (stats_stream_begin) */
     unsigned char done;  /* its last event went out */
+    unsigned char end;   /* how it ended (enum exchange_stream_end), once it has */
     char buf[];          /* spec.size_hi + STREAM_EVENT_OVERHEAD bytes */
 };
 

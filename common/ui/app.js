@@ -45,10 +45,22 @@ function quantile(dist, q) {
   return dist[dist.length - 1][0];
 }
 
-function card(parent, name, value) {
+function card(parent, name, value, key) {
   const c = el("div", null, "card");
+  if (key) c.dataset.card = key;
   c.append(el("div", value, "v"), el("div", name, "n"));
   parent.append(c);
+}
+
+// Event streams, all routes added up: open now, and events sent since the previous poll.
+function streamTotals(s) {
+  let open = 0, events = 0;
+  for (const r of Object.values(s.routes || {})) {
+    if (!r.streams) continue;
+    open += r.streams.open;
+    events += r.streams.events;
+  }
+  return { open, events };
 }
 
 function summary(s, dt) {
@@ -63,6 +75,10 @@ function summary(s, dt) {
   card(box, "cancels", s.cancels);
   card(box, "faults", s.faults);
   card(box, "connections open", s.connections ? s.connections.open : "–");
+  const st = streamTotals(s);
+  const evRate = prev && dt > 0 ? Math.max(st.events - streamTotals(prev.s).events, 0) / dt : null;
+  card(box, "streams open", st.open, "streams");
+  card(box, "events/s", evRate === null ? "–" : fmt(evRate), "events");
   $("uptime").textContent = "up " + fmt(s.uptime_s, 0) + " s" +
     (s.resets ? " · run " + (s.resets + 1) + " (reset " + new Date(s.reset_at * 1000).toLocaleTimeString() + ")" : "");
   const w = s.workers;
@@ -85,10 +101,13 @@ function routes(s, dt) {
     tr.dataset.route = path;
     const statuses = Object.entries(r.status || {}).map(([c, n]) => c + "×" + n).join("  ");
     const svc = r.service_ms || {};
+    const sv = r.streams || { open: 0, events: 0 };
+    const evRate = was && was.streams && dt > 0 ? Math.max(sv.events - was.streams.events, 0) / dt : null;
     tr.append(el("td", path, "path"), el("td", rate === null ? "–" : fmt(rate), "rate"),
       el("td", statuses || "–"), el("td", r.in_flight), el("td", r.waiting), el("td", r.queued),
       el("td", r.cancels), el("td", r.faults),
-      el("td", svc.count ? fmtMs(svc.p50) + " / " + fmtMs(svc.p99) : "–"));
+      el("td", svc.count ? fmtMs(svc.p50) + " / " + fmtMs(svc.p99) : "–", "service"),
+      el("td", sv.open, "streams"), el("td", evRate === null ? "–" : fmt(evRate), "events"));
     body.append(tr);
   }
 }
@@ -190,6 +209,7 @@ function config(s) {
     tr.append(el("td", r.path, "path"), el("td", r.method), el("td", r.delay || "none"),
       el("td", r.status), el("td", r["error-rate"] ? r["error-rate"] + " → " + r["error-status"] : "0"),
       el("td", r.drip || ""), el("td", r.fault || ""), el("td", pace(r), "pace"),
+      el("td", r.stream || "", "stream"),
       el("td", r.workers ? r.workers + " workers, queue " + r.queue : ""));
     body.append(tr);
   }

@@ -185,6 +185,11 @@ static void respond(struct h2s_request *r)
      * own, its last header, is left out. */
     for (size_t i = 0; i < a.nheaders - (a.close && a.nheaders ? 1 : 0); i++)
         add_header(req, &a, a.headers[i].name, a.headers[i].value);
+    /* A stream's HEAD over HTTP/1.1 has GET's head, chunked coding named as slowsrv names it
+     * (libh2o chunks a body it sends, and names none for a head alone). */
+    if (a.unsized && !a.paced && req->version == 0x101)
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_TRANSFER_ENCODING, NULL,
+                       H2O_STRLIT("chunked"));
     /* HTTP/1.x: the core decides whether the connection stays open, from the head as sent
      * (libh2o alone would keep it on "Connection: close, keep-alive" and close it on
      * "Connection: upgrade"). */

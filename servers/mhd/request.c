@@ -188,8 +188,9 @@ static enum MHD_Result respond(struct request *rq)
     struct mhd_loop *loop = rq->shard->loop;
     struct MHD_Response *resp = a.cached >= 0 ? cached(loop->srv, loop, (size_t)a.cached) : NULL;
     int fresh = resp == NULL;
-    if (a.paced) {
-        /* A stream's length is not known: libmicrohttpd sends it chunked over HTTP/1.1. */
+    if (a.paced || a.unsized) {
+        /* A stream's length is not known: libmicrohttpd sends it chunked over HTTP/1.1 (a
+         * HEAD's head says so too, and its reader is never called). */
         rq->body_len = a.unsized ? MHD_SIZE_UNKNOWN : a.body_len;
         resp = MHD_create_response_from_callback(rq->body_len, 16 * 1024, read_paced, rq, NULL);
         if (resp)

@@ -708,7 +708,53 @@ static void tls_refusals_are_the_cores(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
+/* An event stream over TLS: HTTP/1.1 chunks on both binaries, and on slowsrv-h2o HTTP/2 DATA
+ * frames by ALPN; every event of it, on its schedule, in pieces as they are sent. */
+static void stream_over_tls(const struct itest_env *env)
+{
+    char cert[300], key[300], buf[128];
+    struct server s;
+    struct reply r;
+    CHECK_INT(make_cert(env, cert, key, sizeof cert), 0);
+    const char *args[] = {"--delay", "0", "--tls-cert", cert, "--tls-key", key, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    static const long versions[] = {CURL_HTTP_VERSION_1_1, CURL_HTTP_VERSION_2_0};
+    size_t nv = itest_has(env, ENGINE_HTTP2) ? 2 : 1;
+    for (size_t i = 0; i < nv; i++) {
+        long version = 0;
+        struct target t = {s.port, 1, versions[i], 0};
+        http_request_to(&t, "GET", "/echo?stream=ndjson,count=4,size=5,gap=60ms", NULL, NULL, &r,
+                        &version);
+        CHECK_INT(version, versions[i]);
+        CHECK_INT(r.status, 200);
+        CHECK_STR(reply_header(&r, "Content-Type", buf, sizeof buf), "application/x-ndjson");
+        CHECK(reply_header(&r, "Content-Length", buf, sizeof buf) == NULL);
+        /* Four lines, ids 1 to 4, 60 ms apart. */
+        unsigned long long id, intended, sent;
+        const char *p = r.body;
+        int n = 0;
+        while (p && *p &&
+               sscanf(p, "{\"id\":%llu,\"intended_us\":%llu,\"sent_us\":%llu,", &id, &intended,
+                      &sent) == 3) {
+            n++;
+            if (id != (unsigned long long)n || intended != 60000ULL * (unsigned)(n - 1) ||
+                sent < intended)
+                CHECK_FAIL_("event %d: id %llu intended %llu sent %llu", n, id, intended, sent);
+            p = strchr(p, '\n');
+            p = p ? p + 1 : NULL;
+        }
+        CHECK_INT(n, 4);
+        CHECK(r.seconds >= 0.18 && r.seconds < 0.18 + LONE_SLACK + 0.1);
+        CHECK(r.body_writes >= 2); /* as they were sent, not in one piece at the end */
+    }
+    stop_expect_clean(&s);
+}
+
 static const struct itest_case cases[] = {
+    {"stream_over_tls", stream_over_tls, ITEST_PLAIN, 0},
     {"tls_refusals_are_the_cores", tls_refusals_are_the_cores, ITEST_PLAIN, 0},
     {"control_speaks_tls", control_speaks_tls, ITEST_PLAIN, 0},
     {"control_plain_beside_tls", control_plain_beside_tls, ITEST_PER_MODEL, 0},

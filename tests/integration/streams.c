@@ -377,13 +377,18 @@ static void h2_stream_is_data_frames(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
-/* A stream on every thread model of both binaries. */
+static void check_stream_line(const char *log, const char *path, int events, const char *end,
+                              size_t bytes);
+
+/* A stream on every thread model of both binaries, and its access-log line. */
 static void stream_on_every_model(const struct itest_env *env)
 {
     struct server s;
     struct reply r;
     struct event ev[EVENTS_MAX];
-    const char *args[] = {"--delay", "0", "--model", env->model, NULL};
+    char log[300];
+    snprintf(log, sizeof log, "%s/access.log", env->tmpdir);
+    const char *args[] = {"--delay", "0", "--model", env->model, "--access-log", log, NULL};
     if (server_start(&s, env->bin, args, NULL) != 0) {
         CHECK_FAIL_("%s", "server did not start");
         return;
@@ -397,6 +402,7 @@ static void stream_on_every_model(const struct itest_env *env)
     CHECK_INT(json_number(j, "in_flight"), 0);
     cJSON_Delete(j);
     stop_expect_clean(&s);
+    check_stream_line(log, "/echo?stream=ndjson,count=4,gap=50ms", 4, "complete", r.body_len);
 }
 
 /* 200 streams side by side keep their schedule: each of 5 events 100 ms apart ends on time, and
@@ -438,16 +444,19 @@ static void many_streams_keep_their_schedule(const struct itest_env *env)
     stop_expect_clean(&s);
 }
 
-/* An open stream in a thread of its own, while the server stops. */
+/* A stream read in a thread of its own (path NULL: an open NDJSON stream), while the server
+ * stops or its route changes. */
 struct open_stream {
     struct target t;
     struct reply r;
+    const char *path;
 };
 
 static void *run_open_stream(void *arg)
 {
     struct open_stream *o = arg;
-    http_request_to(&o->t, "GET", "/echo?stream=ndjson,gap=100ms,size=1", NULL, NULL, &o->r, NULL);
+    http_request_to(&o->t, "GET", o->path ? o->path : "/echo?stream=ndjson,gap=100ms,size=1", NULL,
+                    NULL, &o->r, NULL);
     return NULL;
 }
 
@@ -485,7 +494,299 @@ static void stream_is_cut_at_the_end_of_grace(const struct itest_env *env)
     CHECK(n >= 5);
 }
 
+/* The control API changes a route's stream; a stream that has begun keeps its count, gaps and
+ * event name, the next one gets the new ones; a bad stream is the API's 400 naming the key, and
+ * "none" turns the stream off. */
+static void begun_stream_keeps_its_plan_across_a_change(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    struct event ev[EVENTS_MAX];
+    char buf[128];
+    const char *cfg = write_file(env, "events.json",
+                                 "{\"routes\": [{\"path\": \"/events\", \"stream\": "
+                                 "\"sse,count=4,gap=100ms\"}]}");
+    const char *args[] = {"--delay", "0", "--config", cfg, "--control", "0", NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    unsigned cp = control_port_of(&s);
+    static const char *const json[] = {"Content-Type: application/json", NULL};
+    struct open_stream o = {.t = *h1(&s), .path = "/events"};
+    pthread_t th;
+    pthread_create(&th, NULL, run_open_stream, &o);
+    CHECK_INT(await_stat(h1(&s), "routes./events.streams.open", 1, 3), 1);
+    http_request(cp, "PATCH", "/routes/events", "{\"stream\": \"sse,count=2,gap=20ms,event=new\"}",
+                 json, &r);
+    CHECK_INT(r.status, 200);
+    /* The API's answer is sized, not chunked like the stream it describes. */
+    const char *clen = reply_header(&r, "Content-Length", buf, sizeof buf);
+    CHECK_INT(clen ? strtoul(clen, NULL, 10) : 0, r.body_len);
+    cJSON *j = cJSON_Parse(r.body);
+    const cJSON *st = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "route"), "stream");
+    CHECK_STR(cJSON_IsString(st) ? st->valuestring : "(none)",
+              "sse,count=2,size=16,retry=0,event=new,gap=20ms");
+    cJSON_Delete(j);
+    pthread_join(th, NULL);
+    CHECK_INT(parse_sse(o.r.body, ev, EVENTS_MAX), 4);
+    check_schedule("begun before the change", ev, 4, 1, 100000);
+    CHECK_STR(ev[3].name, "tick");
+    http_request(s.port, "GET", "/events", NULL, NULL, &r);
+    CHECK_INT(parse_sse(r.body, ev, EVENTS_MAX), 2);
+    check_schedule("begun after the change", ev, 2, 1, 20000);
+    CHECK_STR(ev[0].name, "new");
+    http_request(cp, "PATCH", "/routes/events", "{\"stream\": \"sse,gap=fast\"}", json, &r);
+    CHECK_INT(r.status, 400);
+    j = cJSON_Parse(r.body);
+    const cJSON *field = cJSON_GetObjectItem(j, "field");
+    CHECK_STR(cJSON_IsString(field) ? field->valuestring : "(none)", "stream");
+    cJSON_Delete(j);
+    http_request(cp, "PATCH", "/routes/events", "{\"stream\": \"none\"}", json, &r);
+    CHECK_INT(r.status, 200);
+    http_request(s.port, "GET", "/events", NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(reply_header(&r, "Content-Type", buf, sizeof buf), "text/plain");
+    stop_expect_clean(&s);
+}
+
+/* The gap between the first two events of an NDJSON stream from path, in microseconds, and
+ * its number of events in *n. */
+static unsigned long long first_gap(unsigned port, const char *path, int *n)
+{
+    struct reply r;
+    struct event ev[EVENTS_MAX];
+    http_request(port, "GET", path, NULL, NULL, &r);
+    *n = parse_ndjson(r.body, ev, EVENTS_MAX);
+    return *n >= 2 ? ev[1].intended_us - ev[0].intended_us : 0;
+}
+
+/* A scenario phase sets a route's stream (any key a PATCH sets: format, count, gap) and ramps
+ * its gap ("of": "stream-gap") in steps; a ramp of a route without a stream is a config error. */
+static void scenario_sets_and_ramps_a_stream(const struct itest_env *env)
+{
+    struct server s;
+    int n;
+    const char *cfg = write_file(
+        env, "ramp.json",
+        "{\"routes\": [{\"path\": \"/events\", \"stream\": \"ndjson,count=2,gap=10ms\"}], "
+        "\"scenario-start\": \"api\", \"scenario\": [{\"at\": \"0s\", \"name\": \"slower\", "
+        "\"routes\": {\"/events\": {\"stream\": \"ndjson,count=3,gap=200ms\"}}, \"ramp\": "
+        "{\"/events\": {\"of\": \"stream-gap\", \"from\": \"200ms\", \"to\": \"20ms\", "
+        "\"over\": \"600ms\"}}}]}");
+    const char *args[] = {"--delay", "0", "--config", cfg, "--control", "0", NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    unsigned cp = control_port_of(&s);
+    struct reply r;
+    CHECK_INT(first_gap(s.port, "/events", &n), 10000);
+    CHECK_INT(n, 2);
+    http_request(cp, "POST", "/scenario/start", NULL, NULL, &r);
+    CHECK_INT(r.status, 200);
+    double t0 = now_seconds();
+    /* The phase's stream at the ramp's start: 3 events, 200 ms apart (a step or two in). */
+    unsigned long long g = first_gap(s.port, "/events", &n);
+    CHECK_INT(n, 3);
+    if (g < 140000 || g > 200000)
+        CHECK_FAIL_("gap %llu us at the ramp's start, want 140 to 200 ms", g);
+    else
+        check_passed++;
+    /* Half way (a stream of its own after the first): between the ends. */
+    while (now_seconds() - t0 < 0.45)
+        usleep(5000);
+    g = first_gap(s.port, "/events", &n);
+    if (g <= 20000 || g >= 180000)
+        CHECK_FAIL_("gap %llu us half way through the ramp, want between 20 and 180 ms", g);
+    else
+        check_passed++;
+    while (now_seconds() - t0 < 0.8)
+        usleep(5000);
+    CHECK_INT(first_gap(s.port, "/events", &n), 20000);
+    CHECK_INT(n, 3);
+    http_request(cp, "GET", "/scenario", NULL, NULL, &r);
+    CHECK(strstr(r.body, "\"of\":\"stream-gap\"") != NULL);
+    stop_expect_clean(&s);
+
+    static const struct {
+        const char *scenario, *want;
+    } bad[] = {
+        {"[{\"at\": 0, \"ramp\": {\"/test\": {\"of\": \"stream-gap\", \"from\": \"1s\", \"to\": "
+         "\"2s\", \"over\": \"1s\"}}}]",
+         "scenario[0].ramp./test.from: the route has no stream to ramp the gap of; give it one "
+         "first"},
+        {"[{\"at\": 0, \"ramp\": {\"/test\": {\"of\": \"size\", \"from\": \"1s\", \"to\": "
+         "\"2s\", \"over\": \"1s\"}}}]",
+         "scenario[0].ramp./test.of: must be \"delay\" or \"stream-gap\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[512], out[1024], err[1024];
+        snprintf(text, sizeof text, "{\"scenario\": %s}", bad[i].scenario);
+        const char *bcfg = write_file(env, "bad.json", text);
+        const char *bargs[] = {"--check-config", bcfg, NULL};
+        CHECK_INT(run_to_exit(env->bin, bargs, NULL, out, sizeof out, err, sizeof err), 2);
+        if (!strstr(err, bad[i].want))
+            CHECK_FAIL_("error '%s' lacks '%s'", err, bad[i].want);
+        else
+            check_passed++;
+    }
+}
+
+/* HEAD on a stream is the stream's head (its Content-Type, Cache-Control, no length), at once,
+ * with no body and no stream begun. */
+static void stream_head_is_the_streams_head(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    char buf[128];
+    const char *cfg = write_file(env, "events.json",
+                                 "{\"routes\": [{\"path\": \"/events\", \"stream\": "
+                                 "\"sse,count=2,gap=300ms\"}]}");
+    const char *args[] = {"--delay", "0", "--config", cfg, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    static const struct {
+        const char *path, *type;
+    } heads[] = {{"/events", "text/event-stream"},
+                 {"/echo?stream=ndjson,count=2,gap=300ms", "application/x-ndjson"}};
+    for (size_t i = 0; i < 2; i++) {
+        http_request(s.port, "HEAD", heads[i].path, NULL, NULL, &r);
+        CHECK_INT(r.status, 200);
+        CHECK_STR(reply_header(&r, "Content-Type", buf, sizeof buf), heads[i].type);
+        CHECK_STR(reply_header(&r, "Cache-Control", buf, sizeof buf), "no-cache");
+        CHECK(reply_header(&r, "Content-Length", buf, sizeof buf) == NULL);
+        /* GET's head over HTTP/1.1 names its chunked coding; so does HEAD's. */
+        const char *te = reply_header(&r, "Transfer-Encoding", buf, sizeof buf);
+        CHECK_STR(te ? te : "(none)", "chunked");
+        CHECK_INT(r.body_len, 0);
+        if (r.seconds > 0.2)
+            CHECK_FAIL_("HEAD %s took %.3f s: a stream ran", heads[i].path, r.seconds);
+        else
+            check_passed++;
+    }
+    if (itest_has(env, ENGINE_HTTP2)) {
+        /* Over HTTP/2 the same head, with no length either. */
+        long version = 0;
+        struct target t = {s.port, 0, CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE, 0};
+        http_request_to(&t, "HEAD", "/events", NULL, NULL, &r, &version);
+        CHECK_INT(version, CURL_HTTP_VERSION_2_0);
+        CHECK_INT(r.status, 200);
+        CHECK_STR(reply_header(&r, "Content-Type", buf, sizeof buf), "text/event-stream");
+        CHECK(reply_header(&r, "Content-Length", buf, sizeof buf) == NULL);
+        CHECK_INT(r.body_len, 0);
+        CHECK(r.seconds < 0.2);
+    }
+    cJSON *j = settled_stats(h1(&s));
+    CHECK_INT(json_number(j, "routes./events.requests"), itest_has(env, ENGINE_HTTP2) ? 2 : 1);
+    CHECK_INT(json_number(j, "routes./events.streams.begun"), 0);
+    cJSON_Delete(j);
+    stop_expect_clean(&s);
+}
+
+/* The access-log lines of path in the file at `log`: the last one, parsed (the caller frees). */
+static cJSON *log_line(const char *log, const char *path)
+{
+    char line[2048];
+    cJSON *found = NULL;
+    FILE *f = fopen(log, "r");
+    while (f && fgets(line, sizeof line, f)) {
+        cJSON *j = cJSON_Parse(line);
+        const cJSON *p = cJSON_GetObjectItem(j, "path");
+        if (cJSON_IsString(p) && strcmp(p->valuestring, path) == 0) {
+            cJSON_Delete(found);
+            found = j;
+        } else {
+            cJSON_Delete(j);
+        }
+    }
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* Checks a stream's access-log line: its events, its end, and its bytes_out (the body's bytes
+ * when `bytes` is not 0). */
+static void check_stream_line(const char *log, const char *path, int events, const char *end,
+                              size_t bytes)
+{
+    cJSON *j = log_line(log, path);
+    const cJSON *e = cJSON_GetObjectItem(j, "stream_end");
+    if (!j) {
+        CHECK_FAIL_("no access-log line for %s", path);
+        return;
+    }
+    CHECK_STR(cJSON_IsString(e) ? e->valuestring : "(none)", end);
+    if (events >= 0)
+        CHECK_INT(json_number(j, "events"), events);
+    else
+        CHECK(json_number(j, "events") >= 1);
+    if (bytes)
+        CHECK_INT(json_number(j, "bytes_out"), bytes);
+    else
+        CHECK(json_number(j, "bytes_out") > 0);
+    CHECK_INT(json_number(j, "status"), 200);
+    cJSON_Delete(j);
+}
+
+/* The access log has one line per stream, written at its end, with its events, its end
+ * (complete, max-delay, client-left, stopped) and the bytes of its events; a line that is not a
+ * stream's has neither field. */
+static void stream_access_log_line_per_stream(const struct itest_env *env)
+{
+    struct server s;
+    struct reply r;
+    char log[300];
+    snprintf(log, sizeof log, "%s/access.log", env->tmpdir);
+    const char *args[] = {"--delay",      "0", "--max-delay", "1s", "--grace", "300ms",
+                          "--access-log", log, NULL};
+    if (server_start(&s, env->bin, args, NULL) != 0) {
+        CHECK_FAIL_("%s", "server did not start");
+        return;
+    }
+    static const char complete[] = "/echo?stream=sse,count=3,size=1..50,gap=20ms";
+    http_request(s.port, "GET", complete, NULL, NULL, &r);
+    size_t complete_bytes = r.body_len;
+    CHECK(complete_bytes > 0);
+    static const char open[] = "/echo?stream=ndjson,gap=250ms";
+    http_request(s.port, "GET", open, NULL, NULL, &r);
+    size_t open_bytes = r.body_len;
+    http_request(s.port, "GET", "/test", NULL, NULL, &r);
+
+    /* A client that leaves after its second event. */
+    int fd = raw_connect(s.port);
+    static const char req[] = "GET /echo?stream=ndjson,gap=30ms&left HTTP/1.1\r\nHost: x\r\n\r\n";
+    CHECK_INT(send_all(fd, req, sizeof req - 1), 0);
+    char buf[4096];
+    read_until_text(fd, buf, sizeof buf, "\"id\":2,", 3000);
+    close(fd);
+    CHECK_INT(await_stat(h1(&s), "routes./echo.streams.cut", 1, 3), 1);
+
+    /* One under way when the server stops: cut at the end of --grace. */
+    struct open_stream o = {.t = *h1(&s), .path = "/echo?stream=ndjson,gap=50ms&stopped"};
+    pthread_t th;
+    pthread_create(&th, NULL, run_open_stream, &o);
+    CHECK_INT(await_stat(h1(&s), "routes./echo.streams.open", 1, 3), 1);
+    CHECK_INT(server_stop(&s, 5000, NULL, 0), 0);
+    pthread_join(th, NULL);
+
+    check_stream_line(log, complete, 3, "complete", complete_bytes);
+    check_stream_line(log, open, 5, "max-delay", open_bytes);
+    check_stream_line(log, "/echo?stream=ndjson,gap=30ms&left", -1, "client-left", 0);
+    check_stream_line(log, "/echo?stream=ndjson,gap=50ms&stopped", -1, "stopped", 0);
+    cJSON *j = log_line(log, "/test");
+    CHECK(j && !cJSON_GetObjectItem(j, "events") && !cJSON_GetObjectItem(j, "stream_end"));
+    cJSON_Delete(j);
+}
+
 static const struct itest_case cases[] = {
+    {"begun_stream_keeps_its_plan_across_a_change", begun_stream_keeps_its_plan_across_a_change,
+     ITEST_PLAIN, 0},
+    {"scenario_sets_and_ramps_a_stream", scenario_sets_and_ramps_a_stream, ITEST_PLAIN, 0},
+    {"stream_head_is_the_streams_head", stream_head_is_the_streams_head, ITEST_PLAIN, 0},
+    {"stream_access_log_line_per_stream", stream_access_log_line_per_stream, ITEST_PLAIN, 0},
     {"sse_and_ndjson_count_format_and_gaps", sse_and_ndjson_count_format_and_gaps, ITEST_PLAIN, 0},
     {"stream_bad_values_get_json_400", stream_bad_values_get_json_400, ITEST_PLAIN, 0},
     {"client_leaving_mid_stream_is_counted", client_leaving_mid_stream_is_counted, ITEST_PLAIN, 0},

@@ -4,9 +4,10 @@ protocol (python3-websocket).
 
     ui_test.py SERVER_BINARY SCREENSHOT.png
 
-1. A server with the control API and a token; a load generator drives /test. The page must show
-   the route /test with a non-zero rate, fill its charts, and raise no script error or CSP
-   violation. A screenshot is saved (a CI artifact).
+1. A server with the control API and a token; a load generator drives /test and three SSE
+   streams on /echo. The page must show the route /test with a non-zero rate, the streams open
+   and their events per second, fill its charts, and raise no script error or CSP violation. A
+   screenshot is saved (a CI artifact).
 2. From the page: the form changes /test's delay through the control API (CORS, token); /stats
    must then show the new delay.
 3. A server without the control API: the page says it is read-only and shows no form.
@@ -83,6 +84,29 @@ class Load:
             c.request("GET", "/test")
             c.getresponse().read()
             self.done += 1
+
+    def end(self):
+        self.stop = True
+        for t in self.threads:
+            t.join(15)
+
+
+class StreamLoad:
+    """SSE streams on /echo, one after another on a few connections, until stopped: each
+    sends 10 events a second."""
+
+    def __init__(self, port, conns=3):
+        self.stop = False
+        self.threads = [threading.Thread(target=self.run, args=(port,), daemon=True)
+                        for _ in range(conns)]
+        for t in self.threads:
+            t.start()
+
+    def run(self, port):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        while not self.stop:
+            c.request("GET", "/echo?stream=sse,count=10,gap=100ms")
+            c.getresponse().read()
 
     def end(self):
         self.stop = True
@@ -202,12 +226,25 @@ def live_page(b, binary, shot):
     srv, port, cport = start_server(binary, ["--delay", "20ms", "--control", "0",
                                              "--control-token", token, "--seed", "7"])
     load = Load(port)
+    streams = StreamLoad(port)
     try:
         b.goto("http://127.0.0.1:%d/ui" % port)
         rate = b.wait_for(RATE)
         check(rate, "the page never showed a non-zero rate for /test")
         check(b.eval("document.querySelector('#routes tbody tr[data-route=\"/test\"] td.path').textContent")
               == "/test", "the routes table lacks /test")
+        # Three streams of 10 events a second each, from /stats: open streams and events/s,
+        # in the totals and on /echo's row.
+        card = ("(() => { const c = document.querySelector('#summary [data-card=\"%s\"] .v');"
+                " return c ? Number(c.textContent.replace(/,/g, '')) : 0; })()")
+        opened = b.wait_for("(%s) >= 1 ? %s : 0" % (card % "streams", card % "streams"), 10)
+        check(opened and 1 <= opened <= 3, "the page shows %s streams open, want 1 to 3" % opened)
+        evs = b.wait_for("(%s) > 0 ? %s : 0" % (card % "events", card % "events"), 10)
+        check(evs and 10 <= evs <= 45, "the page shows %s events/s, want about 30" % evs)
+        row = b.wait_for("(() => { const td = document.querySelector("
+                         "'#routes tbody tr[data-route=\"/echo\"] td.events');"
+                         " return td && Number(td.textContent) > 0 ? td.textContent : ''; })()", 10)
+        check(row, "the routes table shows no events/s for /echo")
         check(b.wait_for("document.querySelectorAll('#cdf polyline').length >= 2"),
               "the CDF of intended delay and service time was not drawn")
         check(b.wait_for("document.querySelectorAll('#overshoot polyline').length >= 1", 10),
@@ -254,6 +291,7 @@ def live_page(b, binary, shot):
         # Leave the page before its server goes: its next poll would fail in the next check.
         b.goto("about:blank")
         time.sleep(0.5)
+        streams.end()
         load.end()
         stop_server(srv)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -306,7 +344,7 @@ def frozen_clock_and_no_token(b, binary):
         # The service p50 of a 20 ms delay as the server reads it (within 1 %, a few hundred
         # microseconds of overshoot on top), not a bucket's bound (25 ms); the p99 beside it
         # takes the host's noise, a headless browser included.
-        cell = "document.querySelector('#routes tbody tr[data-route=\"/test\"] td:last-child').textContent"
+        cell = "document.querySelector('#routes tbody tr[data-route=\"/test\"] td.service').textContent"
         check(b.wait_for("/ms \\/ /.test(%s)" % cell), "no service p50 / p99 for /test")
         text = b.eval(cell)
         got = [float(v) for v in re.findall(r"([\d.]+) ms", text)]

@@ -29,6 +29,13 @@ static void accesslog_format_writes_one_escaped_json_line(void)
         "\"waited_ms\": 250.400, \"service_ms\": 251.000}\n");
     CHECK_INT(n, strlen(buf));
     CHECK_INT(accesslog_format(buf, 40, &e), 0);
+    /* An event stream's line ends with its events and its end. */
+    e.stream_end = "client-left";
+    e.events = 7;
+    accesslog_format(buf, sizeof buf, &e);
+    CHECK(
+        strstr(buf, "\"service_ms\": 251.000, \"events\": 7, \"stream_end\": \"client-left\"}\n") !=
+        NULL);
 }
 
 /* Whatever bytes the client sent, the line is valid UTF-8 JSON: well-formed UTF-8 stays as it is,
@@ -66,7 +73,8 @@ static void accesslog_reopen_follows_a_rotated_file(void)
     int fd = mkstemp(path);
     close(fd);
     struct accesslog al;
-    struct accesslog_entry e = {0, "-", "GET", "/", "/", 200, 0, 2, 0, 0, 0, 0, 0, 0, 0};
+    struct accesslog_entry e = {
+        .client = "-", .method = "GET", .target = "/", .route = "/", .status = 200, .bytes_out = 2};
     CHECK_INT(accesslog_open(&al, path, err, sizeof err), 0);
     accesslog_write(&al, &e);
     snprintf(moved, sizeof moved, "%s.1", path);
