@@ -371,3 +371,20 @@ long head_parse(const char *buf, size_t len, struct head *h, struct head_field *
     }
     return -2;
 }
+
+void head_name_line(const char *buf, size_t len, struct head *h)
+{
+    const char *nl = memchr(buf, '\n', len);
+    const char *end = nl ? nl : buf + len;
+    if (end > buf && end[-1] == '\r')
+        end--;
+    const char *sp = memchr(buf, ' ', (size_t)(end - buf));
+    *h = (struct head){.method = "-", .mlen = 1, .target = "", .tlen = 0};
+    if (!sp)
+        return;
+    const char *t = sp + 1, *sp2 = memchr(t, ' ', (size_t)(end - t));
+    h->method = buf;
+    h->mlen = (size_t)(sp - buf);
+    h->target = t;
+    h->tlen = (size_t)((sp2 ? sp2 : end) - t);
+}

@@ -78,6 +78,13 @@ struct head {
  * engine whose library keeps the head as received but not as it was sent. */
 long head_parse(const char *buf, size_t len, struct head *h, struct head_field *f);
 
+/* Names a request by the start of its request line in buf[0..len) ("METHOD TARGET HTTP/1.x",
+ * possibly cut short, or a head too long or too broken to parse): h's method is what comes
+ * before the line's first space, its target what follows up to the next space or the line's
+ * end, both pointing into buf; "-" and an empty target for a line with no space. For a request
+ * refused before its head could be parsed: its log line and counters. */
+void head_name_line(const char *buf, size_t len, struct head *h);
+
 /* 1 if s[0..n) is a token (RFC 9110 section 5.6.2): a method, a field name. */
 int head_is_token(const char *s, size_t n);
 

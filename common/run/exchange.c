@@ -860,6 +860,22 @@ int exchange_write_h1(struct exchange *x, int fd)
     return (size_t)w == n + a.body_len ? 1 : -1;
 }
 
+char *exchange_h1_bytes(struct exchange *x, size_t *len)
+{
+    struct answer a;
+    char head[1024];
+    exchange_answer_of(x, &a);
+    size_t n = answer_format_h1(&a, head, sizeof head);
+    char *out = n ? malloc(n + a.body_len) : NULL;
+    if (!out)
+        return NULL;
+    memcpy(out, head, n);
+    if (a.body_len)
+        memcpy(out + n, a.body, a.body_len);
+    *len = n + a.body_len;
+    return out;
+}
+
 int exchange_cached_answer(const struct service *svc, size_t i, struct answer *a)
 {
     struct plan p;

@@ -168,6 +168,11 @@ void exchange_answer_of(struct exchange *x, struct answer *a);
  * nothing did, -1 if part of it did. The caller then calls exchange_answer if anything went. */
 int exchange_write_h1(struct exchange *x, int fd);
 
+/* x's answer (exchange_answer_of), head and body, as HTTP/1.1 bytes in a buffer of the caller's
+ * (free), for an engine that must write it through its library's TLS session. NULL if out of
+ * memory; *len its bytes. */
+char *exchange_h1_bytes(struct exchange *x, size_t *len);
+
 /* An engine that prebuilds one answer per route of the start table: fills *a with route i's
  * default answer (what exchange_answer_of gives with a->cached == i). Returns 0, or -1 if the
  * route has none fixed. Any thread, while svc lives. */

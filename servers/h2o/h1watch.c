@@ -25,8 +25,10 @@
  * or Origin it does not allow, a body over the API's limit) is answered and closed before libh2o
  * reads any of the body.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "h2o.h"
 
@@ -52,6 +54,108 @@ static int call_inner(struct h2s_conn *c, h2o_socket_t *sock, const char *err)
 }
 
 /* 1 once the watch is past the first head of the connection. */
+static long on_head_lookup(void *ctx, const char *name, char *buf, size_t len)
+{
+    size_t vlen;
+    const char *v = head_value(ctx, name, &vlen);
+    return v ? route_value_copy(v, vlen, buf, len) : -1;
+}
+
+/* x's answer written through libh2o's socket (TLS, which encrypts it); c->refusal holds it until
+ * h2s_refusal_sent. */
+static enum h2s_early write_tls(struct h2s_conn *c, struct exchange *x)
+{
+    size_t n;
+    if (c->refusal || !(c->refusal = exchange_h1_bytes(x, &n)))
+        return H2S_EARLY_FAILED;
+    h2o_iovec_t buf = h2o_iovec_init(c->refusal, n);
+    exchange_answer(x);
+    h2o_socket_write(c->sock, &buf, 1, h2s_refusal_sent);
+    return H2S_EARLY_SENDING;
+}
+
+/* The head at the start of c's input, given to the core: refused with status (and why) when
+ * that is not 0, else as it came (a control request, checked before its body). Writes the
+ * core's answer when it answers from the head. */
+static enum h2s_early answer_head(struct h2s_conn *c, const char *buf, size_t len, unsigned status,
+                                  const char *why)
+{
+    h2o_socket_t *sock = c->sock;
+    struct head head;
+    struct head_field fields[HEAD_MAX_FIELDS];
+    int parsed = head_parse(buf, len, &head, fields) > 0;
+    if (!parsed && !status)
+        return H2S_EARLY_NONE;
+    if (!parsed) /* a head cut short or too long to parse: its request line names it */
+        head_name_line(buf, len, &head);
+    char method[32], target[512];
+    snprintf(method, sizeof method, "%.*s", (int)head.mlen, head.method);
+    size_t tlen = head.tlen < sizeof target - 1 ? head.tlen : sizeof target - 1;
+    memcpy(target, head.target, tlen);
+    target[tlen] = '\0';
+    struct sockaddr_storage peer;
+    socklen_t plen = sizeof peer;
+    int fd = h2o_socket_get_fd(sock);
+    if (getpeername(fd, (struct sockaddr *)&peer, &plen) != 0)
+        plen = 0;
+    struct route_request in = {.method = method,
+                               .target = target,
+                               .target_len = tlen,
+                               .peer = plen ? (struct sockaddr *)&peer : NULL,
+                               .refused = status,
+                               .refused_why = why};
+    if (!status) {
+        /* The whole head: the control API reads its Authorization, Origin and Host. */
+        in.target = head.target;
+        in.target_len = head.tlen;
+        in.lookup = on_head_lookup;
+        in.ctx = &head;
+        in.head = &head;
+    }
+    struct h2s_request *r = calloc(1, REQUEST_SIZE + exchange_size());
+    if (!r)
+        return H2S_EARLY_FAILED;
+    r->x = (struct exchange *)(void *)((char *)r + REQUEST_SIZE);
+    r->loop = c->loop;
+    enum h2s_early rc = status ? H2S_EARLY_FAILED : H2S_EARLY_NONE;
+    if (loop_begin(&c->loop->core, r->x, r, &c->c, &in) == EXCHANGE_DO_ANSWER) {
+        if (sock->ssl) {
+            rc = write_tls(c, r->x);
+        } else {
+            int w = exchange_write_h1(r->x, fd);
+            if (w != 0)
+                exchange_answer(r->x);
+            rc = w > 0 ? H2S_EARLY_SENT : H2S_EARLY_FAILED;
+        }
+    }
+    loop_end(&c->loop->core, r->x);
+    free(r);
+    return rc;
+}
+
+/* Answers c's request that h1frame refused (status, why) with the core's answer, written around
+ * libh2o (on TLS through its socket, which encrypts it): counted and logged as a refused head
+ * is. Its head is at the start of the socket's input. Never H2S_EARLY_NONE. */
+static enum h2s_early h2s_refuse_early(struct h2s_conn *c, unsigned status, const char *why)
+{
+    return answer_head(c, c->sock->input->bytes, c->sock->input->size, status, why);
+}
+
+/* The same for a refusal deferred behind others (c->deferred): its head is c->deferred_head. */
+static enum h2s_early h2s_refuse_deferred(struct h2s_conn *c)
+{
+    return answer_head(c, c->deferred_head ? c->deferred_head : "", c->deferred_len, c->deferred,
+                       c->deferred_why);
+}
+
+/* The head of a control request is whole at the start of c's input, its body not yet read: the
+ * core answers it from the head if it refuses it there (a missing or wrong --control-token, a
+ * Host or Origin it does not allow, a body over the API's limit), as h2s_refuse_early writes. */
+static enum h2s_early h2s_gate_control(struct h2s_conn *c)
+{
+    return answer_head(c, c->sock->input->bytes, c->sock->input->size, 0, NULL);
+}
+
 static int head_done(const struct h1frame *f)
 {
     switch (f->state) {

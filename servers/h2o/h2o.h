@@ -40,6 +40,11 @@ struct h2s_request {
                                 the connection stays open */
 };
 
+/* A request's record and its exchange are one block (begin_request): the record is found from
+ * the exchange without reading it, so that a due request's prefetch does not wait on memory. */
+#define REQUEST_SIZE                                                                               \
+    ((sizeof(struct h2s_request) + EXCHANGE_ALIGN - 1) / EXCHANGE_ALIGN * EXCHANGE_ALIGN)
+
 /* Bytes of a deferred refusal's request kept for its log line (h1watch.c). */
 #define H2S_DEFERRED_HEAD 1024
 
@@ -183,17 +188,6 @@ enum h2s_early {
     H2S_EARLY_SENDING, /* TLS: libh2o's socket writes it; h2s_refusal_sent ends the connection */
     H2S_EARLY_FAILED,  /* it could not be written */
 };
-/* Answers c's request that h1frame refused (status, why) with the core's answer, written around
- * libh2o (on TLS through its socket, which encrypts it): counted and logged as a refused head
- * is. Its head is at the start of the socket's input. Never H2S_EARLY_NONE. */
-enum h2s_early h2s_refuse_early(struct h2s_conn *c, unsigned status, const char *why);
-/* The same for a refusal deferred behind others (c->deferred): its head is c->deferred_head. */
-enum h2s_early h2s_refuse_deferred(struct h2s_conn *c);
-/* The head of a control request is whole at the start of c's input, its body not yet read: the
- * core answers it from the head if it refuses it there (a missing or wrong --control-token, a
- * Host or Origin it does not allow, a body over the API's limit), as h2s_refuse_early writes. */
-enum h2s_early h2s_gate_control(struct h2s_conn *c);
-
 /* budget.c */
 /* A request of c was answered: budget given back. */
 void h2s_budget_answered(struct h2s_conn *c);

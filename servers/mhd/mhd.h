@@ -225,6 +225,18 @@ void mhd_watch_linger(int fd, int on);
  * as a refused head is. Returns 0 once written. */
 int mhd_refuse_early(struct mhd_conn *w, int fd, void *session, unsigned status, const char *why);
 
+/* Request rq's head as received, for the core's checks (head.h): in *h, its fields in f (room for
+ * HEAD_MAX_FIELDS); NULL if it is not in libmicrohttpd's read buffer (head.c). libmicrohttpd
+ * 0.9.75 parses the head in place there: it writes a NUL over the space after the method, the
+ * colon of each field and each CR and LF, and hands over C strings. A NUL byte the client sent
+ * inside a value therefore cuts the value short where libmicrohttpd reads it ("Content-Length:
+ * 0\0 12" is 0), and would go unseen. In the buffer, though, a field's next line starts right
+ * after its value's one or two line-end NULs: when it starts later, the value hid bytes behind a
+ * NUL, and the core is handed the value with that NUL. A value that does not lie in the buffer
+ * at all was unfolded (obs-fold) into new memory. */
+const struct head *mhd_raw_head(struct request *rq, const char *method, const char *version,
+                                struct head *h, struct head_field *f);
+
 /* loop.c: what the event-loop models share. */
 /* Every resume goes through here, so that the loop knows which daemon to run. Returns its loop. */
 struct mhd_loop *mhd_resume(struct request *rq);

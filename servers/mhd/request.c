@@ -238,85 +238,6 @@ static long on_lookup(void *ctx, const char *name, char *buf, size_t len)
     return v ? route_value_copy(v, strlen(v), buf, len) : -1;
 }
 
-/* The head as received, for the core's checks (head.h). libmicrohttpd 0.9.75 parses the head in
- * place in its read buffer: it writes a NUL over the space after the method, the colon of each
- * field and each CR and LF, and hands over C strings. A NUL byte the client sent inside a value
- * therefore cuts the value short where libmicrohttpd reads it ("Content-Length: 0\0 12" is 0),
- * and would go unseen. In the buffer, though, a field's next line starts right after its value's
- * one or two line-end NULs: when it starts later, the value hid bytes behind a NUL, and the core
- * is handed the value with that NUL. A value that does not lie in the buffer at all was unfolded
- * (obs-fold) into new memory. */
-struct head_walk {
-    struct head *h;
-    struct head_field *f;
-    const char *lo, *hi;  /* the head in the read buffer */
-    const char *prev_end; /* end of the previous field's value, or of the request line */
-};
-
-/* 1 if the bytes [from, to) are one or two line-end NULs (LF, or CR LF), up to `most`. */
-static int line_ends(const char *from, const char *to, size_t most)
-{
-    if (to <= from || (size_t)(to - from) > most)
-        return 0;
-    for (const char *p = from; p < to; p++)
-        if (*p != '\0')
-            return 0;
-    return 1;
-}
-
-static void walk_gap(struct head_walk *w, const char *next, size_t most)
-{
-    size_t i = w->h->nfields;
-    if (!w->prev_end || line_ends(w->prev_end, next, most))
-        return;
-    if (i > 0 && i <= HEAD_MAX_FIELDS)
-        w->f[i - 1].vlen++; /* the NUL that hid the rest */
-}
-
-static enum MHD_Result walk_field(void *cls, enum MHD_ValueKind kind, const char *key,
-                                  size_t key_size, const char *value, size_t value_size)
-{
-    struct head_walk *w = cls;
-    (void)kind;
-    if (key < w->lo || key >= w->hi || !value || value < w->lo || value >= w->hi) {
-        w->h->folded = 1;
-        w->prev_end = NULL;
-    } else {
-        walk_gap(w, key, 2);
-        w->prev_end = value + value_size;
-    }
-    if (w->h->nfields < HEAD_MAX_FIELDS)
-        w->f[w->h->nfields] = (struct head_field){key, key_size, value ? value : "", value_size};
-    w->h->nfields++;
-    return MHD_YES;
-}
-
-static const struct head *raw_head(struct request *rq, const char *method, const char *version,
-                                   struct head *h, struct head_field *f)
-{
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
-    if (!rq->uri_at || !ci || rq->uri_at <= method)
-        return NULL;
-    *h = (struct head){
-        .method = method, .mlen = strlen(method), .fields = f, .minor = version[7] == '0' ? 0 : 1};
-    /* Between the method and the target: its NUL, and spaces libmicrohttpd skipped. */
-    for (const char *p = method + h->mlen + 1; p < rq->uri_at; p++)
-        if (*p != ' ') {
-            h->mlen++; /* a NUL in the method */
-            break;
-        }
-    h->target = rq->raw_uri ? rq->raw_uri : rq->uri_at;
-    h->tlen = rq->raw_uri ? rq->raw_len : strlen(rq->uri_at);
-    if (rq->target_nul)
-        h->tlen++; /* its NUL: the core refuses it */
-    struct head_walk w = {h, f, method, method + ci->header_size, version + strlen(version)};
-    MHD_get_connection_values_n(rq->conn, MHD_HEADER_KIND, walk_field, &w);
-    /* The last field's line end, then the blank line's. */
-    walk_gap(&w, w.hi, 4);
-    return h;
-}
-
 /* libmicrohttpd 0.9.75 cannot queue an answer while it receives a body (only before it, or after
  * it). An upload error found mid-body (over --max-body without Content-Length, malformed
  * multipart) is therefore written straight to the socket, on a cleartext connection, with
@@ -394,7 +315,7 @@ enum MHD_Result mhd_on_request(void *cls, struct MHD_Connection *conn, const cha
             .raw_target_len = rq->raw_len,
             .header_bytes = header_bytes(conn, method, w ? w->target_bytes : strlen(url), version),
             .target_bytes = w ? w->target_bytes : 0,
-            .head = raw_head(rq, method, version, &head, fields)};
+            .head = mhd_raw_head(rq, method, version, &head, fields)};
         enum exchange_do d = loop_begin(&loop->core, rq->x, rq, w ? &w->c : NULL, &in);
         *req_cls = rq;
         if (w)
@@ -510,14 +431,11 @@ void mhd_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
  * went. */
 static int write_answer_tls(gnutls_session_t session, struct exchange *x)
 {
-    struct answer a;
-    char out[2048];
-    exchange_answer_of(x, &a);
-    size_t n = answer_format_h1(&a, out, sizeof out);
-    if (!n || n + a.body_len > sizeof out)
-        return 0;
-    memcpy(out + n, a.body, a.body_len);
-    return gnutls_record_send(session, out, n + a.body_len) == (ssize_t)(n + a.body_len);
+    size_t n;
+    char *out = exchange_h1_bytes(x, &n);
+    int all = out && gnutls_record_send(session, out, n) == (ssize_t)n;
+    free(out);
+    return all;
 }
 
 int mhd_refuse_early(struct mhd_conn *w, int fd, void *session, unsigned status, const char *why)
@@ -535,14 +453,11 @@ int mhd_refuse_early(struct mhd_conn *w, int fd, void *session, unsigned status,
     }
     /* Refused before libmicrohttpd read its head: a request of its own, named by its request
      * line ("METHOD TARGET HTTP/1.x"). */
-    char method[32] = "-", target[96] = "";
-    const char *line = w->h1.first, *end = line + w->h1.first_len;
-    const char *sp = memchr(line, ' ', (size_t)(end - line));
-    if (sp && (size_t)(sp - line) < sizeof method) {
-        snprintf(method, sizeof method, "%.*s", (int)(sp - line), line);
-        const char *t = sp + 1, *sp2 = memchr(t, ' ', (size_t)(end - t));
-        snprintf(target, sizeof target, "%.*s", (int)((sp2 ? sp2 : end) - t), t);
-    }
+    char method[32], target[96];
+    struct head h;
+    head_name_line(w->h1.first, w->h1.first_len, &h);
+    snprintf(method, sizeof method, "%.*s", (int)h.mlen, h.method);
+    snprintf(target, sizeof target, "%.*s", (int)h.tlen, h.target);
     struct request *own = new_request();
     if (!own)
         return -1;

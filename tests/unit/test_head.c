@@ -312,11 +312,37 @@ static void h2_requests_are_held_to_rfc_9113(void)
     CHECK_INT(head_check(&h, &why), 431);
 }
 
+/* A refused request is named by its request line, whole or cut short. */
+static void head_name_line_names_a_refused_request(void)
+{
+    static const struct {
+        const char *line, *method, *target;
+    } lines[] = {
+        {"GET /echo?x=1 HTTP/1.1\r\nHost: a\r\n", "GET", "/echo?x=1"},
+        {"POST /write HTTP/1.1", "POST", "/write"},
+        {"GET /a-target-cut-sh", "GET", "/a-target-cut-sh"},
+        {"GET /cr\r\n", "GET", "/cr"},
+        {"GARBAGE\r\n", "-", ""},
+        {"", "-", ""},
+        {"GET \nHost: a b\r\n", "GET", ""},
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        struct head h;
+        char m[64], t[64];
+        head_name_line(lines[i].line, strlen(lines[i].line), &h);
+        snprintf(m, sizeof m, "%.*s", (int)h.mlen, h.method);
+        snprintf(t, sizeof t, "%.*s", (int)h.tlen, h.target);
+        CHECK_STR(m, lines[i].method);
+        CHECK_STR(t, lines[i].target);
+    }
+}
+
 int main(void)
 {
     connection_close_in_a_list_closes();
     h2_requests_are_held_to_rfc_9113();
     head_parse_splits_heads_as_received();
+    head_name_line_names_a_refused_request();
     heads_get_their_answer();
     too_many_fields_get_431_and_folded_lines_400();
     return CHECK_DONE();
