@@ -195,7 +195,7 @@ size_t ws_spec_format(const struct ws_spec *s, char *buf, size_t len)
 {
     if (!s->on)
         return (size_t)snprintf(buf, len, "none");
-    char delay[512], every[512], after[40] = "";
+    char delay[512], every[512], after[64] = "";
     delay_spec_format(&s->delay, delay, sizeof delay);
     delay_spec_format(&s->every, every, sizeof every);
     int n = snprintf(buf, len, "echo,delay=%s", delay);
@@ -205,8 +205,11 @@ size_t ws_spec_format(const struct ws_spec *s, char *buf, size_t len)
     if (s->close_code) {
         if (s->close_after_n)
             snprintf(after, sizeof after, ",after=%u", s->close_after_n);
-        else if (s->close_after_us)
-            snprintf(after, sizeof after, ",after=%lluus", (unsigned long long)s->close_after_us);
+        else if (s->close_after_us) {
+            char ms[32];
+            delay_format_ms(s->close_after_us, ms, sizeof ms);
+            snprintf(after, sizeof after, ",after=%sms", ms);
+        }
         if (n >= 0 && (size_t)n < len)
             n += snprintf(buf + n, len - (size_t)n, ",close=%u%s", s->close_code, after);
     }

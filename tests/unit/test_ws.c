@@ -34,7 +34,7 @@ static void ws_parses_every_key_and_defaults(void)
     CHECK_INT(s.close_after_n, 0);
     CHECK_U64(s.close_after_us, 2500000);
     ws_spec_format(&s, buf, sizeof buf);
-    CHECK_STR(buf, "echo,delay=0ms,close=1001,after=2500000us,limit=1048576");
+    CHECK_STR(buf, "echo,delay=0ms,close=1001,after=2500ms,limit=1048576");
     struct ws_spec back;
     CHECK_INT(ws_spec_parse(&back, buf, err, sizeof err), 0);
     CHECK_U64(back.close_after_us, 2500000);
