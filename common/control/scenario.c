@@ -19,11 +19,18 @@
 #define SCENARIO_PHASES_MAX 256
 #define RAMPS_MAX 16
 
+/* What a ramp moves ("of"), and the route key that sets it. */
+enum { RAMP_DELAY, RAMP_STREAM_GAP, RAMP_WS_DELAY, RAMP_KINDS };
+static const struct {
+    const char *name, *key;
+} ramp_of[RAMP_KINDS] = {
+    {"delay", "delay"}, {"stream-gap", "stream"}, {"websocket-delay", "websocket"}};
+
 struct ramp {
     char *path;
     struct delay_spec from, to;
     uint64_t over_us;
-    int gap; /* it ramps the route's stream gap, not its delay ("of": "stream-gap") */
+    int of; /* what it ramps: RAMP_DELAY, RAMP_STREAM_GAP or RAMP_WS_DELAY ("of") */
 };
 
 struct phase {
@@ -121,12 +128,15 @@ static int parse_ramp(const cJSON *o, struct ramp *r, char *why, size_t whylen)
             }
             have |= spec == &r->from ? 1 : 2;
         } else if (strcmp(it->string, "of") == 0) {
-            if (!cJSON_IsString(it) || (strcmp(it->valuestring, "delay") != 0 &&
-                                        strcmp(it->valuestring, "stream-gap") != 0)) {
-                snprintf(why, whylen, "of: must be \"delay\" or \"stream-gap\"");
+            r->of = -1;
+            for (int k = 0; cJSON_IsString(it) && k < RAMP_KINDS; k++)
+                if (strcmp(it->valuestring, ramp_of[k].name) == 0)
+                    r->of = k;
+            if (r->of < 0) {
+                snprintf(why, whylen,
+                         "of: must be \"delay\", \"stream-gap\" or \"websocket-delay\"");
                 return -EINVAL;
             }
-            r->gap = strcmp(it->valuestring, "stream-gap") == 0;
         } else if (strcmp(it->string, "over") == 0) {
             if (json_duration(it, &r->over_us) != 0 || r->over_us == 0) {
                 snprintf(why, whylen, "over: must be a duration above 0 (e.g. \"30s\")");
@@ -304,10 +314,23 @@ static int set_gap(struct config_route *r, void *ctx, char *why, size_t whylen)
     return 0;
 }
 
-/* The edit ramp r makes: the route's delay or its stream's gap. */
+/* A ramp of a WebSocket route's echo delay: the route must be one already. */
+static int set_ws_delay(struct config_route *r, void *ctx, char *why, size_t whylen)
+{
+    if (!r->ws.on) {
+        snprintf(why, whylen,
+                 "the route is no WebSocket route to ramp the echo delay of; give it one first "
+                 "(\"routes\": {PATH: {\"websocket\": \"echo\"}})");
+        return -EINVAL;
+    }
+    r->ws.delay = *((const struct delay_edit *)ctx)->spec;
+    return 0;
+}
+
+/* The edit ramp r makes: the route's delay, its stream's gap or its WebSocket echo delay. */
 static int (*ramp_edit(const struct ramp *r))(struct config_route *, void *, char *, size_t)
 {
-    return r->gap ? set_gap : set_delay;
+    return r->of == RAMP_STREAM_GAP ? set_gap : r->of == RAMP_WS_DELAY ? set_ws_delay : set_delay;
 }
 
 /* The spec at fraction f (0..1) of the way from a to b (of the same form). */
@@ -426,17 +449,17 @@ int scenario_check(const struct config *cfg, char *err, size_t errlen)
 }
 
 /* 1 if phase p sets what ramp r moves: it restores every route, ramps the same on r's route,
- * or gives that route a "delay" (a ramp of the delay) or a "stream" (a ramp of its gap). r ends
+ * or gives that route the key that sets it ("delay", "stream" or "websocket"). r ends
  * there. */
 static int supersedes(const struct phase *p, const struct ramp *r)
 {
     if (p->restore)
         return 1;
     for (size_t k = 0; k < p->nramps; k++)
-        if (strcmp(p->ramps[k].path, r->path) == 0 && p->ramps[k].gap == r->gap)
+        if (strcmp(p->ramps[k].path, r->path) == 0 && p->ramps[k].of == r->of)
             return 1;
     const cJSON *o = p->routes ? cJSON_GetObjectItemCaseSensitive(p->routes, r->path) : NULL;
-    return cJSON_GetObjectItemCaseSensitive(o, r->gap ? "stream" : "delay") != NULL;
+    return cJSON_GetObjectItemCaseSensitive(o, ramp_of[r->of].key) != NULL;
 }
 
 /* When phase i is due on the run's clock (the timer clock; 0 for an instant before the boot). */
@@ -862,8 +885,8 @@ void scenario_report(struct scenario *s, cJSON *o)
                 cJSON_AddStringToObject(one, "from", a);
                 cJSON_AddStringToObject(one, "to", b);
                 cJSON_AddNumberToObject(one, "over_s", (double)p->ramps[k].over_us / 1e6);
-                if (p->ramps[k].gap)
-                    cJSON_AddStringToObject(one, "of", "stream-gap");
+                if (p->ramps[k].of != RAMP_DELAY)
+                    cJSON_AddStringToObject(one, "of", ramp_of[p->ramps[k].of].name);
             }
         }
         if (s->began_unix[i] > 0)

@@ -618,7 +618,7 @@ static void scenario_sets_and_ramps_a_stream(const struct itest_env *env)
          "first"},
         {"[{\"at\": 0, \"ramp\": {\"/test\": {\"of\": \"size\", \"from\": \"1s\", \"to\": "
          "\"2s\", \"over\": \"1s\"}}}]",
-         "scenario[0].ramp./test.of: must be \"delay\" or \"stream-gap\""},
+         "scenario[0].ramp./test.of: must be \"delay\", \"stream-gap\" or \"websocket-delay\""},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[512], out[1024], err[1024];

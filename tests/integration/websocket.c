@@ -513,6 +513,55 @@ static void websocket_keeps_its_plan_and_the_drain_closes_1001(const struct ites
     close(held);
 }
 
+/* Seconds from sending one message on a new socket to /ws to its echo, or -1. */
+static double echo_time(unsigned port)
+{
+    static struct wsc c;
+    static struct wsframe f;
+    if (ws_open(&c, port, "/ws", NULL) != 101)
+        return -1;
+    double t0 = now_seconds();
+    ws_send(&c, 1, 1, "x", 1, 0);
+    double t = ws_read(&c, &f, 3000) == 0 ? now_seconds() - t0 : -1;
+    close_back(&c, 1000);
+    return t;
+}
+
+/* A scenario ramps a WebSocket route's echo delay ("of": "websocket-delay") for the sockets
+ * that open as it goes; a ramp of a route that is no WebSocket route is a config error. */
+static void websocket_echo_delay_ramps_in_a_scenario(const struct itest_env *env)
+{
+    struct server s;
+    START_WITH(env, &s, "--config",
+               write_file(env, "wsramp.json",
+                          "{\"routes\": [{\"path\": \"/ws\", \"websocket\": \"echo\"}], "
+                          "\"scenario\": [{\"at\": \"0s\", \"ramp\": {\"/ws\": {\"of\": "
+                          "\"websocket-delay\", \"from\": \"0ms\", \"to\": \"600ms\", "
+                          "\"over\": \"1s\"}}}]}"));
+    double t0 = now_seconds(), early = echo_time(s.port);
+    if (early < 0 || early > 0.1 + (now_seconds() - t0) * 0.6)
+        CHECK_FAIL_("an echo at the ramp's start took %.3f s, want under 0.1 s", early);
+    else
+        check_passed++;
+    while (now_seconds() - t0 < 1.3)
+        usleep(10000);
+    double late = echo_time(s.port);
+    if (late < 0.59 || late > 0.6 + LONE_SLACK)
+        CHECK_FAIL_("an echo after the ramp took %.3f s, want 0.6 s", late);
+    else
+        check_passed++;
+    stop_expect_clean(&s);
+    struct bad_case c = {
+        {"--check-config",
+         write_file(
+             env, "wsramp-bad.json",
+             "{\"scenario\": [{\"at\": \"0s\", \"ramp\": {\"/echo\": {\"of\": "
+             "\"websocket-delay\", \"from\": \"0ms\", \"to\": \"1s\", \"over\": \"1s\"}}}]}")},
+        {NULL},
+        "scenario[0].ramp./echo.from: the route is no WebSocket route to ramp the echo delay of"};
+    expect_refused(env, &c, 2);
+}
+
 /* Over HTTP/2 a WebSocket route answers 400: RFC 8441 is not spoken. */
 static void websocket_over_h2_is_refused(const struct itest_env *env)
 {
@@ -555,6 +604,8 @@ static const struct itest_case cases[] = {
      websocket_seeded_delays_equal_on_both_binaries, ITEST_BOTH, 0},
     {"websocket_keeps_its_plan_and_the_drain_closes_1001",
      websocket_keeps_its_plan_and_the_drain_closes_1001, ITEST_PLAIN, 0},
+    {"websocket_echo_delay_ramps_in_a_scenario", websocket_echo_delay_ramps_in_a_scenario,
+     ITEST_PLAIN, 0},
     {"websocket_over_h2_is_refused", websocket_over_h2_is_refused, ITEST_PLAIN, ENGINE_HTTP2},
     {"websocket_on_every_model", websocket_on_every_model, ITEST_PER_MODEL, 0},
 };
