@@ -79,6 +79,12 @@ function summary(s, dt) {
   const evRate = prev && dt > 0 ? Math.max(st.events - streamTotals(prev.s).events, 0) / dt : null;
   card(box, "streams open", st.open, "streams");
   card(box, "events/s", evRate === null ? "–" : fmt(evRate), "events");
+  // WebSocket sockets (every route's): open now, and messages each way since the previous poll.
+  const msgs = ws => ws ? ws.messages_in + ws.messages_out : 0;
+  const sock = s.websocket || { open: 0 };
+  const msgRate = prev && dt > 0 && prev.s.websocket ? Math.max(msgs(sock) - msgs(prev.s.websocket), 0) / dt : null;
+  card(box, "sockets open", sock.open, "sockets");
+  card(box, "messages/s", msgRate === null ? "–" : fmt(msgRate), "messages");
   $("uptime").textContent = "up " + fmt(s.uptime_s, 0) + " s" +
     (s.resets ? " · run " + (s.resets + 1) + " (reset " + new Date(s.reset_at * 1000).toLocaleTimeString() + ")" : "");
   const w = s.workers;
@@ -209,7 +215,7 @@ function config(s) {
     tr.append(el("td", r.path, "path"), el("td", r.method), el("td", r.delay || "none"),
       el("td", r.status), el("td", r["error-rate"] ? r["error-rate"] + " → " + r["error-status"] : "0"),
       el("td", r.drip || ""), el("td", r.fault || ""), el("td", pace(r), "pace"),
-      el("td", r.stream || "", "stream"),
+      el("td", r.stream || "", "stream"), el("td", r.websocket || "", "websocket"),
       el("td", r.workers ? r.workers + " workers, queue " + r.queue : ""));
     body.append(tr);
   }

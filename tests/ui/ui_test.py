@@ -114,6 +114,31 @@ class StreamLoad:
             t.join(15)
 
 
+class SocketLoad:
+    """WebSocket sockets on /ws (an echo route), each sending a message every 100 ms and reading
+    its echo, until stopped: about 20 messages a second each way and socket."""
+
+    def __init__(self, port, conns=2):
+        self.stop = False
+        self.threads = [threading.Thread(target=self.run, args=(port,), daemon=True)
+                        for _ in range(conns)]
+        for t in self.threads:
+            t.start()
+
+    def run(self, port):
+        s = websocket.create_connection("ws://127.0.0.1:%d/ws" % port, timeout=10)
+        while not self.stop:
+            s.send("ping me")
+            s.recv()
+            time.sleep(0.1)
+        s.close()
+
+    def end(self):
+        self.stop = True
+        for t in self.threads:
+            t.join(15)
+
+
 class Browser:
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="slowsrv-ui-")
@@ -223,10 +248,15 @@ def live_page(b, binary, shot):
     token = os.path.join(tmp, "token")
     with open(token, "w") as f:
         f.write("ui-t0ken\n")
+    cfg = os.path.join(tmp, "ws.json")
+    with open(cfg, "w") as f:
+        f.write('{"routes": [{"path": "/ws", "websocket": "echo"}]}')
     srv, port, cport = start_server(binary, ["--delay", "20ms", "--control", "0",
-                                             "--control-token", token, "--seed", "7"])
+                                             "--control-token", token, "--seed", "7",
+                                             "--config", cfg])
     load = Load(port)
     streams = StreamLoad(port)
+    sockets = SocketLoad(port)
     try:
         b.goto("http://127.0.0.1:%d/ui" % port)
         rate = b.wait_for(RATE)
@@ -241,6 +271,14 @@ def live_page(b, binary, shot):
         check(opened and 1 <= opened <= 3, "the page shows %s streams open, want 1 to 3" % opened)
         evs = b.wait_for("(%s) > 0 ? %s : 0" % (card % "events", card % "events"), 10)
         check(evs and 10 <= evs <= 45, "the page shows %s events/s, want about 30" % evs)
+        # Two sockets echoing a message every 100 ms each: sockets open and messages/s.
+        socks = b.wait_for("(%s) >= 2 ? %s : 0" % (card % "sockets", card % "sockets"), 10)
+        check(socks == 2, "the page shows %s sockets open, want 2" % socks)
+        msgs = b.wait_for("(%s) > 0 ? %s : 0" % (card % "messages", card % "messages"), 10)
+        check(msgs and 20 <= msgs <= 90, "the page shows %s messages/s, want about 40" % msgs)
+        check(b.wait_for("[...document.querySelectorAll('#config tbody td.websocket')]"
+                         ".some(t => t.textContent.startsWith('echo'))", 5),
+              "the configuration table does not show /ws's websocket")
         row = b.wait_for("(() => { const td = document.querySelector("
                          "'#routes tbody tr[data-route=\"/echo\"] td.events');"
                          " return td && Number(td.textContent) > 0 ? td.textContent : ''; })()", 10)
@@ -291,6 +329,7 @@ def live_page(b, binary, shot):
         # Leave the page before its server goes: its next poll would fail in the next check.
         b.goto("about:blank")
         time.sleep(0.5)
+        sockets.end()
         streams.end()
         load.end()
         stop_server(srv)
