@@ -63,6 +63,8 @@ struct request {
     const char *uri_at;      /* where libmicrohttpd's read buffer holds the target (mhd_on_uri) */
     int target_nul;          /* a NUL byte in the target cut libmicrohttpd's string short */
     uint64_t body_len;       /* a paced answer's body length */
+    struct wsloop_ticket *ws; /* a WebSocket's plan until its socket is handed over (freed at
+                                 the end of a request whose client left before the 101 went) */
     char path[64]; /* the target's path, when it fits: a request libmicrohttpd answers itself
                       is counted under its route (mhd_on_completed) */
 };

@@ -148,6 +148,8 @@ static void on_upgraded(void *cls, struct MHD_Connection *connection, void *con_
         wsloop_adopt(t, fd, extra_in, extra_in_size);
     }
     free(t);
+    if (rq)
+        rq->ws = NULL;
     /* libmicrohttpd resumes the connection to clean it up on its next run: the shard is due. */
     MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
     if (rq)
@@ -170,10 +172,12 @@ static enum MHD_Result respond_upgrade(struct request *rq, const struct answer *
     add_headers(resp, a);
     enum MHD_Result ret = MHD_queue_response(rq->conn, a->status, resp);
     MHD_destroy_response(resp);
-    if (ret == MHD_YES)
+    if (ret == MHD_YES) {
+        rq->ws = t; /* on_upgraded takes it, unless the client leaves first */
         exchange_answer(rq->x);
-    else
+    } else {
         free(t);
+    }
     return ret;
 }
 
@@ -423,6 +427,7 @@ void mhd_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     if (rq->started)
         loop_end(&loop->core, rq->x);
     free(rq->raw_uri);
+    free(rq->ws);
     free(rq);
     *req_cls = NULL;
 }
