@@ -192,9 +192,15 @@ static enum MHD_Result respond(struct request *rq)
     struct mhd_loop *loop = rq->shard->loop;
     struct MHD_Response *resp = a.cached >= 0 ? cached(loop->srv, loop, (size_t)a.cached) : NULL;
     int fresh = resp == NULL;
-    if (a.paced || a.unsized) {
-        /* A stream's length is not known: libmicrohttpd sends it chunked over HTTP/1.1 (a
-         * HEAD's head says so too, and its reader is never called). */
+    if (a.unsized && !a.paced) {
+        /* HEAD of a stream: libmicrohttpd 0.9.75 writes a chunked body's last chunk even after
+         * a HEAD's head, which a client reads as the start of the next answer; an empty answer
+         * (Content-Length: 0) is framed right. */
+        resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+        if (resp)
+            add_headers(resp, &a);
+    } else if (a.paced || a.unsized) {
+        /* A stream's length is not known: libmicrohttpd sends it chunked over HTTP/1.1. */
         rq->body_len = a.unsized ? MHD_SIZE_UNKNOWN : a.body_len;
         resp = MHD_create_response_from_callback(rq->body_len, 16 * 1024, read_paced, rq, NULL);
         if (resp)

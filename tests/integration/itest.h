@@ -42,6 +42,9 @@ enum engine_feature {
     /* Spreads a loop's connections over daemons of 128, each with its own epoll set (slowsrv on
      * libmicrohttpd); libh2o's loop holds any number in one. */
     ENGINE_DAEMONS_OF_128 = 1u << 7,
+    /* Answers HEAD of an event stream with "Content-Length: 0" instead of GET's chunked head:
+     * libmicrohttpd 0.9.75 writes a chunked body's last chunk even after a HEAD's head. */
+    ENGINE_LENGTH_ON_HEAD_OF_STREAM = 1u << 8,
 };
 
 /* One engine: how its binary names itself, its thread models and its features. */

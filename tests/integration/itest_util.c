@@ -25,7 +25,7 @@ static const char *const h2o_models[] = {"epoll", NULL};
 static const struct engine_caps engines[] = {
     {"mhd", "slowsrv", mhd_models,
      ENGINE_STREAMS_UPLOADS | ENGINE_JSON_413 | ENGINE_DRAINS_AFTER_ERROR | ENGINE_LENGTH_ON_304 |
-         ENGINE_DAEMONS_OF_128},
+         ENGINE_LENGTH_ON_HEAD_OF_STREAM | ENGINE_DAEMONS_OF_128},
     {"h2o", "slowsrv-h2o", h2o_models,
      ENGINE_HTTP2 | ENGINE_SPOOLS_BODIES | ENGINE_ANSWERS_NOT_HTTP},
 };

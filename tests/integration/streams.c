@@ -657,10 +657,13 @@ static void stream_head_is_the_streams_head(const struct itest_env *env)
         CHECK_INT(r.status, 200);
         CHECK_STR(reply_header(&r, "Content-Type", buf, sizeof buf), heads[i].type);
         CHECK_STR(reply_header(&r, "Cache-Control", buf, sizeof buf), "no-cache");
-        CHECK(reply_header(&r, "Content-Length", buf, sizeof buf) == NULL);
-        /* GET's head over HTTP/1.1 names its chunked coding; so does HEAD's. */
+        /* GET's head over HTTP/1.1 names its chunked coding; so does HEAD's, but on slowsrv,
+         * whose library would write the last chunk after it (an empty answer instead). */
+        int empty = itest_has(env, ENGINE_LENGTH_ON_HEAD_OF_STREAM);
+        const char *cl = reply_header(&r, "Content-Length", buf, sizeof buf);
+        CHECK_STR(cl ? cl : "(none)", empty ? "0" : "(none)");
         const char *te = reply_header(&r, "Transfer-Encoding", buf, sizeof buf);
-        CHECK_STR(te ? te : "(none)", "chunked");
+        CHECK_STR(te ? te : "(none)", empty ? "(none)" : "chunked");
         CHECK_INT(r.body_len, 0);
         if (r.seconds > 0.2)
             CHECK_FAIL_("HEAD %s took %.3f s: a stream ran", heads[i].path, r.seconds);
