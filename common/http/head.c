@@ -150,6 +150,29 @@ const char *head_value(const struct head *h, const char *name, size_t *len)
     return NULL;
 }
 
+long head_values_joined(const struct head *h, const char *name, char *buf, size_t len)
+{
+    size_t n = h->nfields < HEAD_MAX_FIELDS ? h->nfields : HEAD_MAX_FIELDS, at = 0;
+    long found = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (!name_is(&h->fields[i], name))
+            continue;
+        size_t vlen = h->fields[i].vlen;
+        const char *v = trim(h->fields[i].value, &vlen);
+        size_t need = (found >= 0 ? 2 : 0) + vlen;
+        if (len && at + need < len) {
+            if (found >= 0)
+                memcpy(buf + at, ", ", 2);
+            memcpy(buf + at + (found >= 0 ? 2 : 0), v, vlen);
+        }
+        at += need;
+        found = (long)at;
+    }
+    if (len)
+        buf[at < len ? at : len - 1] = '\0';
+    return found;
+}
+
 /* 1 if a Connection field of h lists `option`. */
 static int connection_has(const struct head *h, const char *option)
 {

@@ -78,6 +78,11 @@ struct head {
  * engine whose library keeps the head as received but not as it was sent. */
 long head_parse(const char *buf, size_t len, struct head *h, struct head_field *f);
 
+/* Every value of h's field `name` (case-insensitive), joined with ", " as RFC 9110 section 5.3
+ * combines a list field sent on several lines, into buf (len bytes, NUL-terminated): the whole
+ * length, or -1 when h has no such field. */
+long head_values_joined(const struct head *h, const char *name, char *buf, size_t len);
+
 /* Names a request by the start of its request line in buf[0..len) ("METHOD TARGET HTTP/1.x",
  * possibly cut short, or a head too long or too broken to parse): h's method is what comes
  * before the line's first space, its target what follows up to the next space or the line's

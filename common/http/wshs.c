@@ -56,7 +56,7 @@ static void refuse(struct wshs_result *out, unsigned status, const char *why)
     out->why = why;
 }
 
-void wshs_check(const char *method, wshs_lookup_fn lookup, void *ctx, int h2, int tls,
+void wshs_check(const char *method, wshs_lookup_fn lookup, void *ctx, int h2, int http10, int tls,
                 struct wshs_result *out)
 {
     char v[256];
@@ -66,6 +66,8 @@ void wshs_check(const char *method, wshs_lookup_fn lookup, void *ctx, int h2, in
         return refuse(out, 400,
                       "websocket: needs HTTP/1.1 (WebSocket over HTTP/2, RFC 8441, is not "
                       "supported); connect with HTTP/1.1");
+    if (http10)
+        return refuse(out, 400, "websocket: the handshake needs HTTP/1.1 (RFC 6455 section 4.1)");
     if (tls)
         return refuse(out, 400,
                       "websocket: not served over TLS; use ws:// on a server without --tls-cert");

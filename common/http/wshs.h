@@ -4,7 +4,7 @@
  * Sec-WebSocket-Accept value, or the 4xx the RFC gives, with a one-line reason. Pure: any
  * thread.
  *
- *   over HTTP/2 (RFC 8441 is not supported)                400
+ *   over HTTP/2 (RFC 8441 is not supported), or HTTP/1.0   400
  *   over TLS (not supported)                               400
  *   a method other than GET                                400
  *   no Upgrade field at all (a plain request)              426, Upgrade: websocket
@@ -34,8 +34,9 @@ struct wshs_result {
 };
 
 /* Decides the answer to a handshake: method (NUL-terminated), the request's fields through
- * lookup(ctx, ...), h2: it came over HTTP/2, tls: over TLS. Fills *out. */
-void wshs_check(const char *method, wshs_lookup_fn lookup, void *ctx, int h2, int tls,
+ * lookup(ctx, ...) (a list field sent on several lines joined, as RFC 9110 reads it), h2: it
+ * came over HTTP/2, http10: over HTTP/1.0, tls: over TLS. Fills *out. */
+void wshs_check(const char *method, wshs_lookup_fn lookup, void *ctx, int h2, int http10, int tls,
                 struct wshs_result *out);
 
 /* Writes the Sec-WebSocket-Accept value of key (klen bytes) into out (WSHS_ACCEPT_LEN + 1

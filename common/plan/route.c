@@ -867,11 +867,10 @@ static void plan_defaults(const struct route_table *t, size_t id, struct plan *o
     out->close = 0;
 }
 
+/* A field of the head as received, every line of it joined (head_values_joined). */
 static long head_lookup(void *ctx, const char *name, char *buf, size_t len)
 {
-    size_t vlen;
-    const char *v = head_value(ctx, name, &vlen);
-    return v ? route_value_copy(v, vlen, buf, len) : -1;
+    return head_values_joined(ctx, name, buf, len);
 }
 
 /* A WebSocket route's handshake (http/wshs.h): 101 with its accept value and the key of the
@@ -883,10 +882,10 @@ static void plan_ws(struct route_table *t, const struct route_request *rq, const
     /* The fields as received where the engine has them: libh2o folds Upgrade away from its
      * header list. */
     if (rq->head && !rq->h2)
-        wshs_check(rq->method, head_lookup, (void *)(uintptr_t)rq->head, 0,
+        wshs_check(rq->method, head_lookup, (void *)(uintptr_t)rq->head, 0, rq->head->minor == 0,
                    t->cfg->tls_cert[0] != '\0', &hs);
     else
-        wshs_check(rq->method, rq->lookup, rq->ctx, rq->h2, t->cfg->tls_cert[0] != '\0', &hs);
+        wshs_check(rq->method, rq->lookup, rq->ctx, rq->h2, 0, t->cfg->tls_cert[0] != '\0', &hs);
     if (hs.status != 101) {
         route_plan_error(out, hs.status, hs.why);
         out->hdr_name = hs.hdr_name;

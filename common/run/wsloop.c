@@ -48,15 +48,16 @@ struct ws_sock {
     struct ws_timer idle, push, close_t;
     struct ws_echo *echoes; /* waiting, in no order */
     unsigned pending;
-    uint64_t last_us; /* last frame either way */
+    size_t pending_bytes; /* of the echoes waiting */
+    uint64_t last_us;     /* last frame either way */
     uint64_t in, out, pushed;
     uint64_t window_us; /* the budget's second began then */
     unsigned frames, controls;
-    unsigned char closing;  /* a close was queued: wait for the client's, then close */
-    unsigned char want_out; /* EPOLLOUT is in its events */
-    unsigned char gone;     /* the peer or a write failed: end it */
-    unsigned char flood;    /* over a budget: close 1008 */
-    uint16_t close_after;   /* the plan's close, once the messages before it are written */
+    unsigned char closing; /* a close was queued: wait for the client's, then close */
+    uint32_t events;       /* what epoll watches for it */
+    unsigned char gone;    /* the peer or a write failed: end it */
+    unsigned char flood;   /* over a budget: close 1008 */
+    uint16_t close_after;  /* the plan's close, once the messages before it are written */
     struct ws_sock *prev, *next;
 };
 
@@ -90,11 +91,25 @@ static int wait_ms(uint64_t us)
     return ms > 1000 ? 1000 : (int)ms;
 }
 
+/* A timer of a socket's, due then; a socket whose timer has no room in the heap ends. */
 static void arm(struct wsloop *w, struct ws_timer *t, uint64_t due)
 {
     timer_heap_cancel(&w->heap, &t->node);
     t->node.due_us = due;
-    timer_heap_push(&w->heap, &t->node);
+    if (timer_heap_push(&w->heap, &t->node) != 0)
+        t->s->gone = 1;
+}
+
+/* 1 if s holds as much as it may of what its client has not read (queued frames, echoes
+ * waiting): the loop then reads nothing more from it and pushes nothing, so that a client that
+ * does not read holds the server's memory to WSLOOP_HELD_LIMITS of its message limit. */
+static int backed_up(const struct ws_sock *s)
+{
+    size_t most = (size_t)s->t.spec.limit * WSLOOP_HELD_LIMITS;
+    if (most < WSLOOP_HELD_MIN)
+        most = WSLOOP_HELD_MIN;
+    return wslay_event_get_queued_msg_length(s->ctx) + s->pending_bytes > most ||
+           wslay_event_get_queued_msg_count(s->ctx) >= WSLOOP_QUEUED_MAX;
 }
 
 /* wslay's reads: the bytes the library read first, then the socket. */
@@ -201,6 +216,14 @@ static uint64_t cut(const struct ws_sock *s, uint64_t us)
     return us > max ? max : us;
 }
 
+/* The gap before push k: its draw, cut at --max-delay, and at least WSLOOP_PUSH_MIN_GAP_US (a
+ * gap of 0 would push every message in one turn of the loop). */
+static uint64_t push_gap(const struct ws_sock *s, uint64_t k)
+{
+    uint64_t us = cut(s, ws_push_gap_us(&s->t.spec, s->t.key, k));
+    return us < WSLOOP_PUSH_MIN_GAP_US ? WSLOOP_PUSH_MIN_GAP_US : us;
+}
+
 static void on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *arg,
                    void *user)
 {
@@ -249,6 +272,7 @@ static void on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_
         s->echoes->prev = e;
     s->echoes = e;
     s->pending++;
+    s->pending_bytes += e->len;
 }
 
 static const struct wslay_event_callbacks callbacks = {
@@ -345,17 +369,24 @@ static int settle(struct wsloop *w, struct ws_sock *s)
         if (wslay_event_send(s->ctx) != 0)
             s->gone = 1;
     }
+    /* The client's close came first: wslay answers it; the socket then waits for that answer
+     * to be written no longer than for the client's close after the server's. */
+    if (!s->closing && wslay_event_get_close_received(s->ctx)) {
+        s->closing = 1;
+        arm(w, &s->idle, timer_now_us() + WSLOOP_CLOSE_WAIT_US);
+    }
     int rd = wslay_event_want_read(s->ctx), wr = wslay_event_want_write(s->ctx);
     /* A close sent and the client's not yet in: wait for it (until the close timer), reading. */
     if (s->gone || (!rd && !wr)) {
         sock_end(w, s);
         return -1;
     }
-    if (wr != s->want_out) {
-        struct epoll_event ev = {.events = (uint32_t)(EPOLLIN | (wr ? EPOLLOUT : 0)),
-                                 .data.ptr = s};
+    /* Read only what wslay wants, and nothing while the client leaves unread what it holds. */
+    uint32_t events = (rd && !backed_up(s) ? EPOLLIN : 0) | (wr ? EPOLLOUT : 0);
+    if (events != s->events) {
+        struct epoll_event ev = {.events = events, .data.ptr = s};
         epoll_ctl(w->epfd, EPOLL_CTL_MOD, s->fd, &ev);
-        s->want_out = (unsigned char)wr;
+        s->events = events;
     }
     return 0;
 }
@@ -377,7 +408,12 @@ static void sock_begin(struct wsloop *w, struct ws_inbox *in)
     int one = 1;
     setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     s->t = in->t;
-    if (in->n && (s->extra = malloc(in->n)) != NULL) {
+    if (in->n && !(s->extra = malloc(in->n))) {
+        close(s->fd); /* its first frames cannot be kept: it ends unframed */
+        free(s);
+        return;
+    }
+    if (in->n) {
         memcpy(s->extra, in->extra, in->n);
         s->extra_len = in->n;
     }
@@ -391,6 +427,7 @@ static void sock_begin(struct wsloop *w, struct ws_inbox *in)
         ts[i]->s = s;
     }
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = s};
+    s->events = EPOLLIN;
     if (wslay_event_context_server_init(&s->ctx, &callbacks, s) != 0 ||
         epoll_ctl(w->epfd, EPOLL_CTL_ADD, s->fd, &ev) != 0) {
         close(s->fd);
@@ -413,7 +450,7 @@ static void sock_begin(struct wsloop *w, struct ws_inbox *in)
         if (w->cfg.idle_us)
             arm(w, &s->idle, now + w->cfg.idle_us);
         if (s->t.spec.push)
-            arm(w, &s->push, now + cut(s, ws_push_gap_us(&s->t.spec, s->t.key, 0)));
+            arm(w, &s->push, now + push_gap(s, 0));
         if (s->t.spec.close_code && !s->t.spec.close_after_n)
             arm(w, &s->close_t, now + s->t.spec.close_after_us);
     }
@@ -436,6 +473,7 @@ static void on_timer(struct wsloop *w, struct ws_timer *t, uint64_t now)
         if (e->next)
             e->next->prev = e->prev;
         s->pending--;
+        s->pending_bytes -= e->len;
         echo_now(s, e);
         free(e);
         s->last_us = now;
@@ -444,6 +482,10 @@ static void on_timer(struct wsloop *w, struct ws_timer *t, uint64_t now)
     case T_PUSH: {
         if (s->closing || s->close_after)
             break;
+        if (backed_up(s)) { /* the client reads too slowly: the push waits for it */
+            arm(w, &s->push, now + WSLOOP_PUSH_MIN_GAP_US);
+            break;
+        }
         size_t n = s->t.spec.size;
         ws_push_fill(w->scratch, n);
         struct wslay_event_msg m = {WSLAY_TEXT_FRAME, (const uint8_t *)w->scratch, n};
@@ -453,7 +495,7 @@ static void on_timer(struct wsloop *w, struct ws_timer *t, uint64_t now)
         }
         s->last_us = now;
         if (s->pushed < s->t.spec.push && !s->closing)
-            arm(w, &s->push, now + cut(s, ws_push_gap_us(&s->t.spec, s->t.key, s->pushed)));
+            arm(w, &s->push, now + push_gap(s, s->pushed));
         break;
     }
     case T_CLOSE:
@@ -521,7 +563,7 @@ static void *run(void *arg)
                 take_inbox(w);
                 continue;
             }
-            if ((evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) &&
+            if ((evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && (s->events & EPOLLIN) &&
                 wslay_event_want_read(s->ctx) && wslay_event_recv(s->ctx) != 0)
                 s->gone = 1;
             settle(w, s);

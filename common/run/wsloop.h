@@ -12,6 +12,8 @@
  *   an unmasked frame, a bad frame   close 1002 (wslay)
  *   a message over the route's limit close 1009 (wslay)
  *   a text message not UTF-8         close 1007 (wslay)
+ *   a client that does not read       the loop stops reading it and pushing to it once it
+ *                                    holds WSLOOP_HELD_LIMITS messages' worth unread
  *   over WSLOOP_FRAMES_PER_S frames, or WSLOOP_CONTROL_PER_S pings, pongs and closes, in a
  *   second; or over WSLOOP_PENDING_MAX messages waiting for their echo
  *                                    close 1008 (counted as a budget close)
@@ -38,6 +40,15 @@
 #define WSLOOP_CONTROL_PER_S 100
 #define WSLOOP_PENDING_MAX 64
 #define WSLOOP_CLOSE_WAIT_US 1000000ULL
+/* What a socket may hold that its client has not read (frames queued to it and echoes
+ * waiting): this many times its message limit, at least WSLOOP_HELD_MIN bytes, and at most
+ * WSLOOP_QUEUED_MAX frames queued. Beyond it the loop reads nothing more from the socket and
+ * pushes nothing until the client reads: TCP's window then holds the client back. */
+#define WSLOOP_HELD_LIMITS 2
+#define WSLOOP_HELD_MIN (256 * 1024)
+#define WSLOOP_QUEUED_MAX 1024
+/* Pushes are at least this far apart, whatever the route's every= draws. */
+#define WSLOOP_PUSH_MIN_GAP_US 1000
 
 /* Close codes counted one by one: 1000 to 1015; others under "other". */
 #define WSLOOP_CODES 16

@@ -8,6 +8,7 @@
  * masking is the client's job.
  */
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -229,6 +230,24 @@ static void websocket_handshake_and_its_refusals(const struct itest_env *env)
     http_request(s.port, "POST", "/ws", "x", hdrs, &r);
     CHECK_INT(r.status, 400);
     CHECK(strstr(r.body, "\"websocket: the handshake must be a GET\"") != NULL);
+    /* Connection on two lines is one list (RFC 9110 section 5.3). */
+    CHECK_INT(ws_open(&c, s.port, "/ws",
+                      "Upgrade: websocket\r\nConnection: keep-alive\r\nConnection: Upgrade\r\n"
+                      "Sec-WebSocket-Key: " KEY "\r\nSec-WebSocket-Version: 13\r\n"),
+              101);
+    close(c.fd);
+    /* HTTP/1.0 has no upgrade (RFC 6455 section 4.1): a 400 on both binaries. */
+    int h10fd = raw_connect(s.port);
+    static const char h10[] = "GET /ws HTTP/1.0\r\nHost: x\r\nUpgrade: websocket\r\n"
+                              "Connection: Upgrade\r\nSec-WebSocket-Key: " KEY "\r\n"
+                              "Sec-WebSocket-Version: 13\r\n\r\n";
+    char got[1024];
+    int closed = 0;
+    send_all(h10fd, h10, sizeof h10 - 1);
+    read_until_close(h10fd, got, sizeof got, 2000, &closed);
+    close(h10fd);
+    CHECK(strncmp(got, "HTTP/1.0 400", 12) == 0 || strncmp(got, "HTTP/1.1 400", 12) == 0);
+    CHECK(strstr(got, "the handshake needs HTTP/1.1") != NULL);
     /* Clients that reset right after their handshake, before or while the 101 goes: the server
      * goes on, and (sanitized build) leaks no plan of a socket never handed over. */
     static const char hs[] = "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
@@ -530,6 +549,108 @@ static void websocket_keeps_its_plan_and_the_drain_closes_1001(const struct ites
     close(held);
 }
 
+/* A masked binary frame of n bytes (n < 65536) into out; returns its length. */
+static size_t binary_frame(unsigned char *out, size_t n)
+{
+    size_t at = 0;
+    out[at++] = 0x82;
+    out[at++] = 0x80 | 126;
+    out[at++] = (unsigned char)(n >> 8);
+    out[at++] = (unsigned char)n;
+    memset(out + at, 0, 4); /* a mask of zeros: the payload as it is */
+    at += 4;
+    memset(out + at, 'b', n);
+    return at + n;
+}
+
+/* A client that sends and never reads holds back: the loop stops reading it and pushing to it
+ * once it holds two message limits unread, so the server's memory stays flat; a push route with
+ * every=0 does not take the loop for itself; a client whose close comes after data it does not
+ * read ends within the close wait without the loop spinning. */
+static void websocket_client_that_does_not_read_is_held_back(const struct itest_env *env)
+{
+    struct server s;
+    static struct wsc a, b, c, d;
+    static struct wsframe f;
+    static unsigned char frame[60016];
+    START_WITH(env, &s, "--config",
+               write_file(env, "held.json",
+                          "{\"routes\": [{\"path\": \"/big\", \"websocket\": \"echo\"},"
+                          " {\"path\": \"/flood\", \"websocket\": "
+                          "\"echo,push=100000,size=1000,every=0\"}]}"));
+    long rss0 = proc_status_kb(s.pid, "VmRSS");
+    CHECK_INT(ws_open(&a, s.port, "/big", NULL), 101);
+    CHECK_INT(ws_open(&b, s.port, "/flood", NULL), 101);
+    size_t flen = binary_frame(frame, 60000), sent = 0;
+    double t0 = now_seconds();
+    while (now_seconds() - t0 < 2.0) {
+        /* Whole frames, a partial send carried on from where it stopped. */
+        ssize_t n =
+            send(a.fd, frame + sent % flen, flen - sent % flen, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n > 0)
+            sent += (size_t)n;
+        else
+            usleep(1000);
+    }
+    /* Beside them, another socket is echoed at once. */
+    CHECK_INT(ws_open(&c, s.port, "/big", NULL), 101);
+    double t1 = now_seconds();
+    ws_send(&c, 1, 1, "x", 1, 0);
+    CHECK_INT(ws_read(&c, &f, 2000), 0);
+    if (now_seconds() - t1 > 0.1)
+        CHECK_FAIL_("an echo beside them took %.3f s", now_seconds() - t1);
+    else
+        check_passed++;
+    long rss1 = proc_status_kb(s.pid, "VmRSS");
+    fprintf(stderr, "sent %zu bytes unread; RSS %ld -> %ld KiB\n", sent, rss0, rss1);
+    if (rss0 < 0 || rss1 < 0 || rss1 - rss0 > 48 * 1024)
+        CHECK_FAIL_("RSS grew from %ld to %ld KiB with %zu bytes sent and nothing read", rss0, rss1,
+                    sent);
+    else
+        check_passed++;
+    /* A close behind echoes the client never reads (a small receive window, set before the
+     * connection): the server's answer to the close cannot go, and the socket ends within the
+     * close wait, without the loop spinning meanwhile. */
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s.port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    d.fd = socket(AF_INET, SOCK_STREAM, 0);
+    int small = 4096;
+    setsockopt(d.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    CHECK_INT(connect(d.fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    static const char hs[] = "GET /big HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                             "Connection: Upgrade\r\nSec-WebSocket-Key: " KEY "\r\n"
+                             "Sec-WebSocket-Version: 13\r\n\r\n";
+    send_all(d.fd, hs, sizeof hs - 1);
+    size_t dsent = 0;
+    for (double t2 = now_seconds(); dsent < 30 * flen && now_seconds() - t2 < 1.0;) {
+        ssize_t n =
+            send(d.fd, frame + dsent % flen, flen - dsent % flen, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n > 0)
+            dsent += (size_t)n;
+        else
+            usleep(1000);
+    }
+    /* The close goes after whole frames only. */
+    if (dsent % flen)
+        send_all(d.fd, (const char *)frame + dsent % flen, flen - dsent % flen);
+    static const unsigned char bye[] = {0x88, 0x82, 0, 0, 0, 0, 0x03, 0xe8};
+    send(d.fd, bye, sizeof bye, MSG_NOSIGNAL);
+    shutdown(d.fd, SHUT_WR);
+    double cpu0 = proc_cpu_seconds(s.pid);
+    double open = await_stat(h1(&s), "websocket.open", 3, 3);
+    double cpu = proc_cpu_seconds(s.pid) - cpu0;
+    CHECK_INT(open, 3);
+    if (cpu > 0.5)
+        CHECK_FAIL_("the server used %.2f s of CPU while the socket waited to end", cpu);
+    else
+        check_passed++;
+    close(a.fd);
+    close(b.fd);
+    close_back(&c, 1000);
+    close(d.fd);
+    stop_expect_clean(&s);
+}
+
 /* Seconds from sending one message on a new socket to /ws to its echo, or -1. */
 static double echo_time(unsigned port)
 {
@@ -623,6 +744,8 @@ static const struct itest_case cases[] = {
      websocket_keeps_its_plan_and_the_drain_closes_1001, ITEST_PLAIN, 0},
     {"websocket_echo_delay_ramps_in_a_scenario", websocket_echo_delay_ramps_in_a_scenario,
      ITEST_PLAIN, 0},
+    {"websocket_client_that_does_not_read_is_held_back",
+     websocket_client_that_does_not_read_is_held_back, ITEST_PLAIN, 0},
     {"websocket_over_h2_is_refused", websocket_over_h2_is_refused, ITEST_PLAIN, ENGINE_HTTP2},
     {"websocket_on_every_model", websocket_on_every_model, ITEST_PER_MODEL, 0},
 };

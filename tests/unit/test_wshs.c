@@ -69,26 +69,27 @@ static void wshs_answers_each_bad_handshake_its_status(void)
     static const struct {
         const char *method;
         const char *const *kv;
-        int h2, tls;
+        int h2, http10, tls;
         unsigned status;
         const char *hdr;
     } cases[] = {
-        {"GET", good, 0, 0, 101, NULL},
-        {"GET", good, 1, 0, 400, NULL},
-        {"GET", good, 0, 1, 400, NULL},
-        {"POST", good, 0, 0, 400, NULL},
-        {"GET", plain, 0, 0, 426, "Upgrade"},
-        {"GET", no_token, 0, 0, 400, NULL},
-        {"GET", no_conn, 0, 0, 400, NULL},
-        {"GET", bad_key, 0, 0, 400, NULL},
-        {"GET", key15, 0, 0, 400, NULL},
-        {"GET", v8, 0, 0, 426, "Sec-WebSocket-Version"},
-        {"GET", no_version, 0, 0, 426, "Sec-WebSocket-Version"},
+        {"GET", good, 0, 0, 0, 101, NULL},
+        {"GET", good, 0, 1, 0, 400, NULL},
+        {"GET", good, 1, 0, 0, 400, NULL},
+        {"GET", good, 0, 0, 1, 400, NULL},
+        {"POST", good, 0, 0, 0, 400, NULL},
+        {"GET", plain, 0, 0, 0, 426, "Upgrade"},
+        {"GET", no_token, 0, 0, 0, 400, NULL},
+        {"GET", no_conn, 0, 0, 0, 400, NULL},
+        {"GET", bad_key, 0, 0, 0, 400, NULL},
+        {"GET", key15, 0, 0, 0, 400, NULL},
+        {"GET", v8, 0, 0, 0, 426, "Sec-WebSocket-Version"},
+        {"GET", no_version, 0, 0, 0, 426, "Sec-WebSocket-Version"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct fields f = {cases[i].kv};
         struct wshs_result r;
-        wshs_check(cases[i].method, lookup, &f, cases[i].h2, cases[i].tls, &r);
+        wshs_check(cases[i].method, lookup, &f, cases[i].h2, cases[i].http10, cases[i].tls, &r);
         CHECK_INT(r.status, cases[i].status);
         CHECK_STR(r.hdr_name ? r.hdr_name : "-", cases[i].hdr ? cases[i].hdr : "-");
         if (r.status == 101)
