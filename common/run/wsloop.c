@@ -123,8 +123,10 @@ static ssize_t on_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, in
         s->extra_off += n;
         return (ssize_t)n;
     }
-    if (s->fd < 0) {
-        /* A socket fed from a buffer alone (wsloop_feed): nothing more for now. */
+    /* A socket fed from a buffer alone (wsloop_feed): nothing more for now. A client that
+     * leaves unread what the socket may hold: nothing more until it reads (wslay reads on as
+     * long as bytes come, so the hold is kept here, between two reads). */
+    if (s->fd < 0 || backed_up(s)) {
         wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
         return -1;
     }
