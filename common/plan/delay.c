@@ -660,3 +660,29 @@ size_t delay_spec_format(const struct delay_spec *spec, char *buf, size_t len)
         return 0;
     return (size_t)n < len ? (size_t)n : len - 1;
 }
+
+int delay_list_uint(const char *s, size_t len, uint64_t max, uint64_t *v)
+{
+    uint64_t n = 0;
+    if (len == 0 || len > 20)
+        return -EINVAL;
+    for (size_t i = 0; i < len; i++) {
+        if (!isdigit((unsigned char)s[i]))
+            return -EINVAL;
+        if (n > (UINT64_MAX - 9) / 10)
+            return -ERANGE;
+        n = n * 10 + (uint64_t)(s[i] - '0');
+    }
+    if (n > max)
+        return -ERANGE;
+    *v = n;
+    return 0;
+}
+
+int delay_list_at_key(const char *s, const char *const *keys, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(s, keys[i], strlen(keys[i])) == 0)
+            return 1;
+    return 0;
+}

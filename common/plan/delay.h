@@ -138,4 +138,12 @@ int delay_drip_parse(struct delay_drip *out, const char *s, char *err, size_t er
  * generator behind every random decision of the core. */
 uint64_t delay_random(uint64_t seed, uint64_t stream, uint64_t index);
 
+/* For the comma-separated grammars of the route keys that take delay specs (stream.h, ws.h):
+ * reads len bytes of decimal digits at s into *v, at most max. Returns 0, or -EINVAL (empty, not
+ * digits, over 20 of them) or -ERANGE. */
+int delay_list_uint(const char *s, size_t len, uint64_t max, uint64_t *v);
+
+/* 1 if s starts with one of the n keys ("count=", ...): where a spec that holds commas ends. */
+int delay_list_at_key(const char *s, const char *const *keys, size_t n);
+
 #endif

@@ -11,34 +11,6 @@
 
 static const char *const keys[] = {"count=", "size=", "retry=", "event=", "gap="};
 
-/* 1 if s starts with one of the grammar's keys. */
-static int at_key(const char *s)
-{
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (strncmp(s, keys[i], strlen(keys[i])) == 0)
-            return 1;
-    return 0;
-}
-
-/* Reads len bytes of digits into *v, at most max. Returns 0, -EINVAL or -ERANGE. */
-static int parse_uint(const char *s, size_t len, uint64_t max, uint64_t *v)
-{
-    uint64_t n = 0;
-    if (len == 0 || len > 20)
-        return -EINVAL;
-    for (size_t i = 0; i < len; i++) {
-        if (!isdigit((unsigned char)s[i]))
-            return -EINVAL;
-        if (n > (UINT64_MAX - 9) / 10)
-            return -ERANGE;
-        n = n * 10 + (uint64_t)(s[i] - '0');
-    }
-    if (n > max)
-        return -ERANGE;
-    *v = n;
-    return 0;
-}
-
 static int bad(char *err, size_t errlen, int rc, const char *what, const char *s, size_t len)
 {
     snprintf(err, errlen, "%s '%.*s'", what, (int)(len < 40 ? len : 40), s);
@@ -50,9 +22,9 @@ static int parse_size(struct stream_spec *o, const char *v, size_t len, char *er
     const char *dots = memmem(v, len, "..", 2);
     uint64_t lo, hi;
     size_t lolen = dots ? (size_t)(dots - v) : len;
-    int rc = parse_uint(v, lolen, STREAM_SIZE_MAX, &lo);
+    int rc = delay_list_uint(v, lolen, STREAM_SIZE_MAX, &lo);
     if (rc == 0 && dots)
-        rc = parse_uint(dots + 2, len - lolen - 2, STREAM_SIZE_MAX, &hi);
+        rc = delay_list_uint(dots + 2, len - lolen - 2, STREAM_SIZE_MAX, &hi);
     else
         hi = lo;
     if (rc == 0 && hi < lo)
@@ -114,14 +86,14 @@ int stream_spec_parse(struct stream_spec *out, const char *s, char *err, size_t 
         /* The value ends at the next comma; a gap's at the next comma before another key. */
         const char *end = strchr(v, ',');
         if (ki == 4)
-            while (end && !at_key(end + 1))
+            while (end && !delay_list_at_key(end + 1, keys, sizeof keys / sizeof keys[0]))
                 end = strchr(end + 1, ',');
         size_t vlen = end ? (size_t)(end - v) : strlen(v);
         uint64_t n;
         int rc;
         switch (ki) {
         case 0:
-            if ((rc = parse_uint(v, vlen, STREAM_COUNT_MAX, &n)) != 0) {
+            if ((rc = delay_list_uint(v, vlen, STREAM_COUNT_MAX, &n)) != 0) {
                 snprintf(err, errlen, "count '%.*s' is not a number of events from 0 to %u",
                          (int)(vlen < 40 ? vlen : 40), v, STREAM_COUNT_MAX);
                 return rc;
@@ -133,7 +105,7 @@ int stream_spec_parse(struct stream_spec *out, const char *s, char *err, size_t 
                 return rc;
             break;
         case 2:
-            if ((rc = parse_uint(v, vlen, STREAM_RETRY_MAX, &n)) != 0) {
+            if ((rc = delay_list_uint(v, vlen, STREAM_RETRY_MAX, &n)) != 0) {
                 snprintf(err, errlen, "retry '%.*s' is not milliseconds from 0 to %u",
                          (int)(vlen < 40 ? vlen : 40), v, STREAM_RETRY_MAX);
                 return rc;
@@ -248,5 +220,5 @@ size_t stream_event_format(const struct stream_spec *s, uint64_t id, uint64_t in
 
 int stream_last_id_parse(const char *s, uint64_t *id)
 {
-    return parse_uint(s, strlen(s), UINT64_MAX, id) == 0 ? 0 : -EINVAL;
+    return delay_list_uint(s, strlen(s), UINT64_MAX, id) == 0 ? 0 : -EINVAL;
 }

@@ -13,32 +13,6 @@ enum { K_DELAY, K_PUSH, K_SIZE, K_EVERY, K_CLOSE, K_AFTER, K_LIMIT, K_COUNT };
 static const char *const keys[K_COUNT] = {
     "delay=", "push=", "size=", "every=", "close=", "after=", "limit="};
 
-static int at_key(const char *s)
-{
-    for (size_t i = 0; i < K_COUNT; i++)
-        if (strncmp(s, keys[i], strlen(keys[i])) == 0)
-            return 1;
-    return 0;
-}
-
-static int parse_uint(const char *s, size_t len, uint64_t max, uint64_t *v)
-{
-    uint64_t n = 0;
-    if (len == 0 || len > 20)
-        return -EINVAL;
-    for (size_t i = 0; i < len; i++) {
-        if (!isdigit((unsigned char)s[i]))
-            return -EINVAL;
-        if (n > (UINT64_MAX - 9) / 10)
-            return -ERANGE;
-        n = n * 10 + (uint64_t)(s[i] - '0');
-    }
-    if (n > max)
-        return -ERANGE;
-    *v = n;
-    return 0;
-}
-
 /* A close code a server may send (RFC 6455 section 7.4): the registered ones that make sense
  * from a server, and the ranges for libraries and applications. */
 static int close_code_ok(uint64_t c)
@@ -108,7 +82,7 @@ int ws_spec_parse(struct ws_spec *out, const char *s, char *err, size_t errlen)
         const char *v = eq + 1;
         const char *end = strchr(v, ',');
         if (ki == K_DELAY || ki == K_EVERY)
-            while (end && !at_key(end + 1))
+            while (end && !delay_list_at_key(end + 1, keys, K_COUNT))
                 end = strchr(end + 1, ',');
         size_t vlen = end ? (size_t)(end - v) : strlen(v);
         uint64_t n;
@@ -121,13 +95,13 @@ int ws_spec_parse(struct ws_spec *out, const char *s, char *err, size_t errlen)
             rc = spec_of(&o.every, "every", v, vlen, err, errlen);
             break;
         case K_PUSH:
-            if ((rc = parse_uint(v, vlen, WS_PUSH_MAX, &n)) != 0)
+            if ((rc = delay_list_uint(v, vlen, WS_PUSH_MAX, &n)) != 0)
                 snprintf(err, errlen, "push '%.*s' is not a number of messages from 0 to %u",
                          (int)(vlen < 40 ? vlen : 40), v, WS_PUSH_MAX);
             o.push = (uint32_t)n;
             break;
         case K_SIZE:
-            if ((rc = parse_uint(v, vlen, WS_PUSH_SIZE_MAX, &n)) != 0 || n == 0) {
+            if ((rc = delay_list_uint(v, vlen, WS_PUSH_SIZE_MAX, &n)) != 0 || n == 0) {
                 snprintf(err, errlen, "size '%.*s' is not bytes from 1 to %u",
                          (int)(vlen < 40 ? vlen : 40), v, WS_PUSH_SIZE_MAX);
                 rc = rc ? rc : -ERANGE;
@@ -135,7 +109,7 @@ int ws_spec_parse(struct ws_spec *out, const char *s, char *err, size_t errlen)
             o.size = (uint32_t)n;
             break;
         case K_CLOSE:
-            if ((rc = parse_uint(v, vlen, 4999, &n)) != 0 || !close_code_ok(n)) {
+            if ((rc = delay_list_uint(v, vlen, 4999, &n)) != 0 || !close_code_ok(n)) {
                 snprintf(err, errlen,
                          "close '%.*s' is not a code a server sends (1000, 1001, 1003, 1008, "
                          "1011, 3000 to 4999)",
@@ -147,7 +121,7 @@ int ws_spec_parse(struct ws_spec *out, const char *s, char *err, size_t errlen)
         case K_AFTER: {
             /* Bare digits count messages; a duration carries its unit. */
             if (vlen && strspn(v, "0123456789") >= vlen) {
-                if ((rc = parse_uint(v, vlen, WS_AFTER_MAX, &n)) != 0 || n == 0) {
+                if ((rc = delay_list_uint(v, vlen, WS_AFTER_MAX, &n)) != 0 || n == 0) {
                     snprintf(err, errlen, "after '%.*s' is not 1 to %u messages",
                              (int)(vlen < 40 ? vlen : 40), v, WS_AFTER_MAX);
                     rc = rc ? rc : -ERANGE;
@@ -167,7 +141,7 @@ int ws_spec_parse(struct ws_spec *out, const char *s, char *err, size_t errlen)
             break;
         }
         default:
-            if ((rc = parse_uint(v, vlen, WS_LIMIT_MAX, &n)) != 0 || n < WS_LIMIT_MIN) {
+            if ((rc = delay_list_uint(v, vlen, WS_LIMIT_MAX, &n)) != 0 || n < WS_LIMIT_MIN) {
                 snprintf(err, errlen, "limit '%.*s' is not bytes from %u to %u",
                          (int)(vlen < 40 ? vlen : 40), v, WS_LIMIT_MIN, WS_LIMIT_MAX);
                 rc = rc ? rc : -ERANGE;
