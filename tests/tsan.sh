@@ -3,7 +3,9 @@
 # control API, the scenario thread, a config reload and the loops, the counters, the worker
 # pools.
 # Builds both binaries with -fsanitize=thread in build-tsan/ and runs the control cases, the
-# worker-pool cases and the unit tests of the modules involved; any data race fails them
+# worker-pool cases, the WebSocket cases (a socket handed from an engine's thread to the core's
+# socket loop, its counters read by /stats), event streams' access-log lines and plans, and the
+# unit tests of the modules involved; any data race fails them
 # (halt_on_error). libmicrohttpd and libh2o are not instrumented: their own memory is not
 # checked, their locks and threads are (TSan intercepts pthread).
 set -euo pipefail
@@ -16,4 +18,4 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 # One test at a time, and no case that times waves to the tens of milliseconds: instrumented
 # code runs several times slower.
 cd "$dir" && ctest --output-on-failure -j1 \
-    -R '^unit\.(control|scenario|service|stats|pool)$|control_api|control_token|changes_under_load|scenario_changes|drips_and_queued|reset_starts|waiting_and_queued_per_route|reload_by_sighup|reload_follows'
+    -R '^unit\.(control|scenario|service|stats|pool)$|control_api|control_token|changes_under_load|scenario_changes|drips_and_queued|reset_starts|waiting_and_queued_per_route|reload_by_sighup|reload_follows|websocket_(echo_ping|push_and|keeps_its_plan|handshake)|stream_access_log|begun_stream'
