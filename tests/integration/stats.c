@@ -3,12 +3,14 @@
  */
 #include "itest.h"
 
-/* How much longer than the wait the server may take to start the answer: 10 us, and 0.5 ms in
- * the sanitized build, several times slower. */
+/* How much longer than the wait the server may take to start the answer: 0.1 ms (a clean
+ * clone's CI run saw 48 us on slowsrv, its first delayed request after the warm-up), and 0.5 ms
+ * in the sanitized build, several times slower. A wait;dur off by its tenth of a millisecond or
+ * more still fails, against the access log's service_ms to half a microsecond. */
 #ifdef SLOWSRV_SANITIZED
 #define WAIT_SLACK_MS 0.5
 #else
-#define WAIT_SLACK_MS 0.010
+#define WAIT_SLACK_MS 0.1
 #endif
 
 #include <dirent.h>
